@@ -1,0 +1,81 @@
+"""The reference agent-state model: data, codec, pairing, session ids and storage.
+
+What the harness checks storage implementations against (SPEC §1-§6):
+
+* :class:`AgentState` and its frozen values (SPEC §1);
+* :func:`encode` / :func:`decode` and their byte forms, schema v0-v3 (SPEC §2);
+* :func:`tool_calls_paired` and :func:`truncate_to_paired` (SPEC §3);
+* :func:`safe_session_file_name` and :func:`redact` (SPEC §4);
+* :class:`StateError` with its codes (SPEC §5).
+"""
+
+from __future__ import annotations
+
+from ._codec import (
+    CURRENT_VERSION,
+    as_persisted,
+    decode,
+    decode_bytes,
+    encode,
+    encode_bytes,
+    media_placeholder,
+    peek_schema_version,
+)
+from ._errors import ErrorCode, Retryability, StateError
+from ._ids import redact, safe_session_file_name
+from ._pairing import state_is_paired, tool_calls_paired, truncate_to_paired
+from ._state import (
+    AgentState,
+    Episode,
+    MediaPart,
+    Message,
+    ModelUsage,
+    Part,
+    PendingApproval,
+    PendingPlanReview,
+    PendingRunCheckpoint,
+    Role,
+    SystemPromptEntry,
+    TextPart,
+    ToolCall,
+    ToolsEntry,
+)
+
+__all__ = [
+    "CURRENT_VERSION",
+    "AgentState",
+    "Episode",
+    "ErrorCode",
+    "MediaPart",
+    "Message",
+    "ModelUsage",
+    "Part",
+    "PendingApproval",
+    "PendingPlanReview",
+    "PendingRunCheckpoint",
+    "Retryability",
+    "Role",
+    "StateError",
+    "SystemPromptEntry",
+    "TextPart",
+    "ToolCall",
+    "ToolsEntry",
+    "as_persisted",
+    "decode",
+    "decode_bytes",
+    "encode",
+    "encode_bytes",
+    "media_placeholder",
+    "peek_schema_version",
+    "redact",
+    "safe_session_file_name",
+    "state_is_paired",
+    "tool_calls_paired",
+    "truncate_to_paired",
+]
+
+# --- storage (core/_storage.py) -------------------------------------------------------
+from ._storage import FileStateStorage, MemoryStateStorage, StateStorage  # noqa: E402
+
+__all__ += ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
+__all__.sort()

@@ -1,0 +1,72 @@
+"""Session ids are data, never paths (SPEC §4, seed §4).
+
+:func:`safe_session_file_name` turns a session id into a file-name stem that can
+only name a file directly inside the storage's base directory;
+:func:`redact` is how ids appear in logs and error messages.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ._errors import ErrorCode, StateError
+
+__all__ = ["redact", "safe_session_file_name"]
+
+_SAFE: Final = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz._-")
+_FORBIDDEN: Final = ("..", "/", "\\", "\0")
+_REDACT_KEEP: Final = 8
+
+
+def redact(session_id: str) -> str:
+    """``session_id`` as shown in logs and errors: ids longer than 8 characters are cut
+    to their first 8 characters plus ``"..."`` (SPEC §4). Characters are code points.
+
+    >>> redact("session-00042")
+    'session-...'
+    """
+    if len(session_id) <= _REDACT_KEEP:
+        return session_id
+    return f"{session_id[:_REDACT_KEEP]}..."
+
+
+def _invalid(session_id: str, why: str) -> StateError:
+    return StateError(
+        ErrorCode.INVALID_SESSION_ID,
+        f"invalid session id {redact(session_id)!r}: {why}",
+        layer="storage",
+    )
+
+
+def safe_session_file_name(session_id: str) -> str:
+    """The file-name stem for ``session_id`` (SPEC §4).
+
+    Rejects an empty id and any id containing ``..``, ``/``, ``\\`` or NUL; maps every
+    character outside ``[0-9A-Za-z._-]`` to ``_``; rejects a result of ``.`` or ``..``.
+    A character outside the Basic Multilingual Plane (two UTF-16 code units) maps to
+    ``__``, as in the seed, so both implementations choose the same file name.
+
+    >>> safe_session_file_name("sess 1")
+    'sess_1'
+    >>> safe_session_file_name("会话-001")
+    '__-001'
+
+    Raises:
+        StateError: ``invalid_session_id`` (``layer="storage"``, never retryable);
+            the message shows the id through :func:`redact`.
+    """
+    if not isinstance(session_id, str):
+        raise StateError(
+            ErrorCode.INVALID_SESSION_ID,
+            f"session id must be a string, got {type(session_id).__name__}",
+            layer="storage",
+        )
+    if not session_id:
+        raise _invalid(session_id, "empty")
+    for forbidden in _FORBIDDEN:
+        if forbidden in session_id:
+            raise _invalid(session_id, f"contains {forbidden!r}")
+    safe = "".join(ch if ch in _SAFE else ("__" if ord(ch) > 0xFFFF else "_") for ch in session_id)
+    if safe in (".", ".."):
+        raise _invalid(session_id, f"maps to {safe!r}")
+    return safe

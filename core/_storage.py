@@ -1,0 +1,385 @@
+"""State storages: in memory, and files over the injectable filesystem (SPEC.md §6).
+
+File layout per session, with ``S = safe_session_file_name(id)`` in ``base_dir``::
+
+    S.json        main: the current snapshot
+    S.json.bak    the snapshot before it
+    S.json.tmp    a save in progress
+    S.json.ended  the not-resumable marker (SPEC.md §6, mark_not_resumable)
+
+Every error is a :class:`~crashpoint.core.StateError`; a simulated crash
+(``BaseException``) passes through untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..faultfs._protocol import FileSystem, makedirs, write_bytes
+from ._codec import decode_bytes, encode_bytes
+from ._errors import ErrorCode, Retryability, StateError
+from ._ids import redact, safe_session_file_name
+from ._pairing import state_is_paired
+from ._state import AgentState
+
+__all__ = ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
+
+SyncMode = Literal["full", "none"]
+EndedMarker = Literal["scoped", "legacy"]
+_SCOPED_PREFIX = b"sha256:"
+
+
+@runtime_checkable
+class StateStorage(Protocol):
+    """The storage SPI (SPEC.md §6; the seed's §3.1): six methods.
+
+    Errors are :class:`StateError` with the codes of SPEC.md §5.
+    """
+
+    def load(self, session_id: str) -> AgentState:
+        """The session's snapshot. Raises session_not_found, state_corrupt,
+        schema_version_unsupported, invalid_session_id."""
+
+    def save(self, state: AgentState) -> None:
+        """Persist ``state``. Raises invalid_session_id, history_unpaired,
+        message_empty_contents, state_save_failed (conditional)."""
+
+    def delete(self, session_id: str) -> None:
+        """Remove every file of the session. Raises invalid_session_id, state_save_failed."""
+
+    def exists(self, session_id: str) -> bool:
+        """True exactly when ``load`` would not raise session_not_found."""
+
+    def mark_not_resumable(self, session_id: str) -> None:
+        """Condemn the current snapshot: it will load with ``is_running=False`` and
+        no ``pending_run_checkpoint``. Raises state_save_failed."""
+
+    def load_or_create(
+        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
+    ) -> AgentState:
+        """``load``, or a fresh saved state when (and only when) the session is not found."""
+
+
+def _not_found(session_id: str) -> StateError:
+    return StateError(ErrorCode.SESSION_NOT_FOUND, f"no session {redact(session_id)}")
+
+
+def _unpaired(state: AgentState) -> StateError:
+    return StateError(
+        ErrorCode.HISTORY_UNPAIRED,
+        f"session {redact(state.session_id)}: history has unpaired tool calls; nothing written",
+    )
+
+
+def _save_failed(session_id: str, what: str, exc: OSError) -> StateError:
+    return StateError(
+        ErrorCode.STATE_SAVE_FAILED,
+        f"{what} of session {redact(session_id)} failed: {exc.strerror or exc}",
+        retryability=Retryability.CONDITIONAL,
+        cause=exc,
+    )
+
+
+def _end_effect(state: AgentState) -> AgentState:
+    state.is_running = False
+    state.pending_run_checkpoint = None
+    return state
+
+
+class FileStateStorage:
+    """Snapshots as files: tmp → bak → main (SPEC.md §6; the seed's §3.3–§3.5).
+
+    Args:
+        fs: the filesystem; the real OS (:class:`~crashpoint.faultfs.OsFileSystem`)
+            when None.
+        base_dir: absolute directory holding the session files; created on first save.
+        sync: ``"full"`` (default) fsyncs tmp before its rename and the directory
+            after the renames and deletions; ``"none"`` is the seed's exact sequence.
+        ended_marker: ``"scoped"`` (default) writes ``sha256:<hex>`` of the condemned
+            snapshot's bytes, so the marker applies to that snapshot only;
+            ``"legacy"`` writes ``1``, applying to whatever is loaded.
+
+    Example::
+
+        storage = FileStateStorage(MemoryFileSystem(), "/data")
+        storage.save(AgentState.new("s1"))
+        assert storage.load("s1").session_id == "s1"
+    """
+
+    def __init__(
+        self,
+        fs: FileSystem | None = None,
+        base_dir: str = "/",
+        *,
+        sync: SyncMode = "full",
+        ended_marker: EndedMarker = "scoped",
+    ) -> None:
+        if sync not in ("full", "none"):
+            raise ValueError(f"sync must be 'full' or 'none', not {sync!r}")
+        if ended_marker not in ("scoped", "legacy"):
+            raise ValueError(f"ended_marker must be 'scoped' or 'legacy', not {ended_marker!r}")
+        if fs is None:
+            from ..faultfs._os import OsFileSystem
+
+            fs = OsFileSystem()
+        self.fs = fs
+        self.base_dir = base_dir
+        self.sync = sync
+        self.ended_marker = ended_marker
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_dir={self.base_dir!r}, sync={self.sync!r}, "
+            f"ended_marker={self.ended_marker!r})"
+        )
+
+    # --- paths -----------------------------------------------------------------
+    def path(self, session_id: str, suffix: str = "") -> str:
+        """The path of a session file: suffix ``""`` (main), ``".bak"``, ``".tmp"``,
+        ``".ended"``. Raises invalid_session_id."""
+        return posixpath.join(self.base_dir, safe_session_file_name(session_id) + ".json" + suffix)
+
+    @property
+    def _full(self) -> bool:
+        return self.sync == "full"
+
+    def _sync_dir(self) -> None:
+        if self._full:
+            self.fs.fsync_dir(self.base_dir)
+
+    # --- save ------------------------------------------------------------------
+    def save(self, state: AgentState) -> None:
+        main = self.path(state.session_id)
+        if not state_is_paired(state):
+            raise _unpaired(state)
+        data = self.encode(state)
+        try:
+            makedirs(self.fs, self.base_dir)
+            self._commit(main, data)
+        except OSError as exc:
+            self._discard(main + ".tmp")
+            raise _save_failed(state.session_id, "save", exc) from exc
+
+    def encode(self, state: AgentState) -> bytes:
+        """The bytes a save writes for ``state`` (the codec's persistence encoding)."""
+        return encode_bytes(state)
+
+    def _commit(self, main: str, data: bytes) -> None:
+        fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
+        write_bytes(fs, tmp, data)
+        if self._full:
+            fs.fsync(tmp)
+        if fs.exists(main):
+            if fs.exists(bak):
+                fs.unlink(bak)
+            fs.rename(main, bak)
+        fs.rename(tmp, main)
+        self._sync_dir()
+        self._clear_marker(main + ".ended")
+
+    def _clear_marker(self, ended: str) -> None:
+        # After the directory sync: were the unlink to persist without the renames
+        # (power-loss-reorder), the condemned snapshot would load as resumable (E1).
+        if self.fs.exists(ended):
+            self.fs.unlink(ended)
+            self._sync_dir()
+
+    def _discard(self, tmp: str) -> None:
+        try:
+            if self.fs.exists(tmp):
+                self.fs.unlink(tmp)
+        except OSError:
+            pass
+
+    # --- load ------------------------------------------------------------------
+    def load(self, session_id: str) -> AgentState:
+        main = self.path(session_id)
+        bak = main + ".bak"
+        fs = self.fs
+        main_error: StateError | None = None
+        main_exists = fs.exists(main)
+        if main_exists:
+            try:
+                return self._read_snapshot(main, main, session_id)
+            except StateError as exc:
+                if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+                    raise
+                main_error = exc
+        if not fs.exists(bak):
+            if main_error is not None:
+                raise self._corrupt(session_id, "main is corrupt and there is no bak", main_error)
+            raise _not_found(session_id)
+        try:
+            return self._read_snapshot(bak, main, session_id)
+        except StateError as exc:
+            if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+                raise
+            why = "main and bak corrupt" if main_exists else "bak is corrupt and there is no main"
+            raise self._corrupt(session_id, why, exc) from exc
+
+    @staticmethod
+    def _corrupt(session_id: str, why: str, cause: BaseException) -> StateError:
+        return StateError(
+            ErrorCode.STATE_CORRUPT, f"session {redact(session_id)}: {why}: {cause}", cause=cause
+        )
+
+    def _read_snapshot(self, path: str, main: str, session_id: str) -> AgentState:
+        """Decode one snapshot file and apply an ended marker that condemns it."""
+        data, state = self._decode_file(path, session_id)
+        marker = self._read_marker(main + ".ended")
+        if marker is not None and self._marker_applies(marker, data):
+            _end_effect(state)
+        return state
+
+    def _decode_file(self, path: str, session_id: str) -> tuple[bytes, AgentState]:
+        try:
+            data = self.fs.read(path)
+        except OSError as exc:
+            raise StateError(
+                ErrorCode.STATE_CORRUPT, f"cannot read {posixpath.basename(path)}", cause=exc
+            ) from exc
+        state = decode_bytes(data)
+        if state.session_id != session_id:
+            raise StateError(
+                ErrorCode.STATE_CORRUPT,
+                f"{posixpath.basename(path)} holds session {redact(state.session_id)}, "
+                f"not {redact(session_id)}",
+            )
+        return data, state
+
+    def _read_marker(self, ended: str) -> bytes | None:
+        if not self.fs.exists(ended):
+            return None
+        try:
+            return self.fs.read(ended)
+        except OSError:
+            return b""  # unreadable: err on the side of "not resumable"
+
+    def _marker_applies(self, marker: bytes, snapshot: bytes) -> bool:
+        """SPEC.md §6: ``sha256:<hex>`` applies to exactly those bytes; ``1``, empty or
+        anything unrecognized applies to any file. A legacy storage obeys any marker."""
+        if self.ended_marker == "legacy":
+            return True
+        text = marker.strip()
+        if text.startswith(_SCOPED_PREFIX):
+            digest = text[len(_SCOPED_PREFIX) :]
+            if len(digest) == 64 and all(c in b"0123456789abcdef" for c in digest):
+                return digest.decode() == hashlib.sha256(snapshot).hexdigest()
+        return True
+
+    # --- mark_not_resumable ----------------------------------------------------
+    def mark_not_resumable(self, session_id: str) -> None:
+        main = self.path(session_id)
+        content = self._marker_content(main, session_id)
+        try:
+            makedirs(self.fs, self.base_dir)
+            self._write_marker(main + ".ended", content)
+        except OSError as exc:
+            raise _save_failed(session_id, "mark_not_resumable", exc) from exc
+
+    def _marker_content(self, main: str, session_id: str) -> bytes:
+        if self.ended_marker == "legacy":
+            return b"1"
+        for path in (main, main + ".bak"):
+            try:
+                if self.fs.exists(path):
+                    data, _ = self._decode_file(path, session_id)
+                    return _SCOPED_PREFIX + hashlib.sha256(data).hexdigest().encode()
+            except StateError:
+                continue  # not what load would return: try bak
+        return b"1"  # nothing loadable to name: condemn whatever appears (errs safe)
+
+    def _write_marker(self, ended: str, content: bytes) -> None:
+        write_bytes(self.fs, ended, content)
+        if self._full:
+            self.fs.fsync(ended)
+        self._sync_dir()
+
+    # --- delete / exists / load_or_create --------------------------------------
+    def delete(self, session_id: str) -> None:
+        main = self.path(session_id)
+        try:
+            self._delete_files(main)
+        except OSError as exc:
+            raise _save_failed(session_id, "delete", exc) from exc
+
+    def _delete_files(self, main: str) -> None:
+        # bak before main, so a crash never brings back an older snapshot (D1);
+        # the marker last, so a condemned main never loads as resumable (E1).
+        for group in ((main + ".bak",), (main, main + ".tmp"), (main + ".ended",)):
+            removed = False
+            for path in group:
+                if self.fs.exists(path):
+                    self.fs.unlink(path)
+                    removed = True
+            if removed:
+                self._sync_dir()
+
+    def exists(self, session_id: str) -> bool:
+        main = self.path(session_id)
+        return self.fs.exists(main) or self.fs.exists(main + ".bak")
+
+    def load_or_create(
+        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
+    ) -> AgentState:
+        try:
+            return self.load(session_id)
+        except StateError as exc:
+            if exc.code != ErrorCode.SESSION_NOT_FOUND:
+                raise
+        state = AgentState.new(session_id, dict(initial_metadata or {}))
+        self.save(state)
+        return state
+
+
+class MemoryStateStorage:
+    """The same contract in a dict: no crashes, instances isolated (SPEC.md §6).
+
+    Snapshots are kept as encoded bytes, so what loads is exactly what a file
+    storage would load (media placeholders included).
+    """
+
+    def __init__(self) -> None:
+        self._snapshots: dict[str, bytes] = {}
+        self._ended: set[str] = set()
+
+    def save(self, state: AgentState) -> None:
+        name = safe_session_file_name(state.session_id)
+        if not state_is_paired(state):
+            raise _unpaired(state)
+        self._snapshots[name] = encode_bytes(state)
+        self._ended.discard(name)
+
+    def load(self, session_id: str) -> AgentState:
+        name = safe_session_file_name(session_id)
+        data = self._snapshots.get(name)
+        if data is None:
+            raise _not_found(session_id)
+        state = decode_bytes(data)
+        return _end_effect(state) if name in self._ended else state
+
+    def delete(self, session_id: str) -> None:
+        name = safe_session_file_name(session_id)
+        self._snapshots.pop(name, None)
+        self._ended.discard(name)
+
+    def exists(self, session_id: str) -> bool:
+        return safe_session_file_name(session_id) in self._snapshots
+
+    def mark_not_resumable(self, session_id: str) -> None:
+        self._ended.add(safe_session_file_name(session_id))
+
+    def load_or_create(
+        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
+    ) -> AgentState:
+        try:
+            return self.load(session_id)
+        except StateError as exc:
+            if exc.code != ErrorCode.SESSION_NOT_FOUND:
+                raise
+        state = AgentState.new(session_id, dict(initial_metadata or {}))
+        self.save(state)
+        return state

@@ -1,0 +1,48 @@
+"""An injectable filesystem that records, crashes and faults (FAULT-MODEL.md).
+
+Storage code takes a :class:`FileSystem`; production passes :class:`OsFileSystem`,
+the harness passes a :class:`RecordingFileSystem` over a :class:`MemoryFileSystem`
+and derives crash states from the recorded trace with :func:`crash_points` under
+a :class:`PersistenceModel`.
+"""
+
+from ._image import CrashState, Image, os_error
+from ._memory import MemoryFileSystem
+from ._models import (
+    MODELS,
+    PROCESS_CRASH,
+    CrashPoint,
+    PersistenceModel,
+    crash_points,
+    effective,
+    get_model,
+)
+from ._os import OsFileSystem
+from ._protocol import FileSystem, makedirs, write_bytes
+from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
+from ._trace import Op, OpKind, Trace
+
+__all__ = [
+    "MODELS",
+    "PROCESS_CRASH",
+    "CrashPoint",
+    "CrashState",
+    "Fault",
+    "FaultKind",
+    "FileSystem",
+    "Image",
+    "MemoryFileSystem",
+    "Op",
+    "OpKind",
+    "OsFileSystem",
+    "PersistenceModel",
+    "RecordingFileSystem",
+    "SimulatedCrash",
+    "Trace",
+    "crash_points",
+    "effective",
+    "get_model",
+    "makedirs",
+    "os_error",
+    "write_bytes",
+]

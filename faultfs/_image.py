@@ -1,0 +1,191 @@
+"""A disk image: directories, names and inodes, and how each operation changes it.
+
+The one place where operation semantics live (FAULT-MODEL.md §1). The memory
+filesystem applies operations to an :class:`Image` as they happen; the
+persistence models replay a trace prefix onto the durable image of the run's
+start to derive crash states. Data belongs to the inode, so a rename moves it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import posixpath
+from dataclasses import dataclass, field
+
+from ._trace import Op, OpKind
+
+__all__ = ["CrashState", "Image", "os_error"]
+
+
+def os_error(code: int, path: str) -> OSError:
+    """``OSError(code, os.strerror(code), path)``: the builtin subclass for ``code``
+    (``FileNotFoundError`` for ENOENT ...), exactly as the OS raises it."""
+    return OSError(code, os.strerror(code), path)
+
+
+@dataclass(frozen=True, slots=True)
+class CrashState:
+    """The files and directories a crash leaves on disk.
+
+    Attributes:
+        files: ``(path, content)`` pairs sorted by path.
+        dirs: directory paths, sorted.
+
+    Two crash states are the same exactly when they hold the same paths with the
+    same bytes and the same directories (FAULT-MODEL.md §3: identity is the sorted
+    list of (path, content hash, is-directory)); equal states hash equal, so they
+    deduplicate in a set or dict.
+    """
+
+    files: tuple[tuple[str, bytes], ...]
+    dirs: tuple[str, ...] = ()
+
+    def file(self, path: str) -> bytes | None:
+        """The content of ``path``, or None if no file is there."""
+        for name, data in self.files:
+            if name == path:
+                return data
+        return None
+
+    def digest(self) -> str:
+        """A short, stable hex identity of this state (for reports and shards)."""
+        h = hashlib.sha256()
+        for path, data in self.files:
+            h.update(b"f\0" + path.encode() + b"\0" + hashlib.sha256(data).digest())
+        for path in self.dirs:
+            h.update(b"d\0" + path.encode() + b"\0")
+        return h.hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class Image:
+    """A mutable disk image: directory paths, file names mapped to inodes, inode contents.
+
+    ``apply`` performs one mutating operation with the operating system's checks and
+    errors (``OSError`` with ENOENT, EEXIST, EISDIR, ENOTDIR, ENOTEMPTY); barriers
+    change nothing in an image.
+    """
+
+    dirs: set[str] = field(default_factory=lambda: {"/"})
+    names: dict[str, int] = field(default_factory=dict)
+    data: dict[int, bytes] = field(default_factory=dict)
+    next_inode: int = 1
+
+    def copy(self) -> Image:
+        return Image(set(self.dirs), dict(self.names), dict(self.data), self.next_inode)
+
+    # --- queries -------------------------------------------------------------
+    def is_file(self, path: str) -> bool:
+        return path in self.names
+
+    def is_dir(self, path: str) -> bool:
+        return path in self.dirs
+
+    def exists(self, path: str) -> bool:
+        return path in self.names or path in self.dirs
+
+    def read(self, path: str) -> bytes:
+        inode = self.names.get(path)
+        if inode is None:
+            raise os_error(errno.EISDIR if path in self.dirs else errno.ENOENT, path)
+        return self.data[inode]
+
+    def listdir(self, path: str) -> list[str]:
+        if path not in self.dirs:
+            raise os_error(errno.ENOTDIR if path in self.names else errno.ENOENT, path)
+        prefix = path.rstrip("/") + "/"
+        out = [
+            p[len(prefix) :]
+            for p in (*self.dirs, *self.names)
+            if p.startswith(prefix) and p != path and "/" not in p[len(prefix) :]
+        ]
+        return sorted(out)
+
+    def crash_state(self) -> CrashState:
+        """Freeze this image into a :class:`CrashState`."""
+        files = tuple(sorted((p, self.data[i]) for p, i in self.names.items()))
+        return CrashState(files, tuple(sorted(self.dirs - {"/"})))
+
+    @classmethod
+    def from_crash_state(cls, state: CrashState) -> Image:
+        image = cls()
+        for d in state.dirs:
+            image.dirs.add(d)
+        for path, content in state.files:
+            image.names[path] = image.next_inode
+            image.data[image.next_inode] = content
+            image.next_inode += 1
+        return image
+
+    # --- mutation ------------------------------------------------------------
+    def _parent_ok(self, path: str) -> None:
+        parent = posixpath.dirname(path) or "/"
+        if parent not in self.dirs:
+            raise os_error(errno.ENOTDIR if parent in self.names else errno.ENOENT, path)
+
+    def apply(self, op: Op) -> None:
+        """Perform mutating ``op``. Raises ``OSError`` as the OS would; on error the
+        image is unchanged."""
+        kind = op.kind
+        path = op.path
+        if kind is OpKind.WRITE:
+            inode = self._file_inode(path)
+            old = self.data[inode]
+            end = op.offset + len(op.data)
+            if op.offset > len(old):
+                old = old + bytes(op.offset - len(old))
+            self.data[inode] = old[: op.offset] + op.data + old[end:]
+        elif kind is OpKind.CREATE:
+            if path in self.dirs:
+                raise os_error(errno.EISDIR, path)
+            inode = self.names.get(path)
+            if inode is None:
+                self._parent_ok(path)
+                inode = self.next_inode
+                self.next_inode += 1
+                self.names[path] = inode
+            self.data[inode] = b""
+        elif kind is OpKind.RENAME:
+            dst = op.dst or ""
+            if path in self.dirs:
+                raise os_error(errno.EISDIR, path)  # directory renames are out of the model
+            inode = self.names.get(path)
+            if inode is None:
+                raise os_error(errno.ENOENT, path)
+            if dst in self.dirs:
+                raise os_error(errno.EISDIR, dst)
+            self._parent_ok(dst)
+            if dst != path:
+                old = self.names.pop(dst, None)
+                if old is not None and old != inode:
+                    del self.data[old]
+                del self.names[path]
+                self.names[dst] = inode
+        elif kind is OpKind.UNLINK:
+            inode = self.names.get(path)
+            if inode is None:
+                raise os_error(errno.EISDIR if path in self.dirs else errno.ENOENT, path)
+            del self.names[path]
+            del self.data[inode]
+        elif kind is OpKind.MKDIR:
+            if self.exists(path):
+                raise os_error(errno.EEXIST, path)
+            self._parent_ok(path)
+            self.dirs.add(path)
+        elif kind is OpKind.TRUNCATE:
+            inode = self._file_inode(path)
+            old = self.data[inode]
+            self.data[inode] = old[: op.size] + bytes(max(0, op.size - len(old)))
+        elif kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
+            if not self.exists(path):
+                raise os_error(errno.ENOENT, path)
+        else:
+            raise ValueError(f"not a mutating operation: {op.kind}")
+
+    def _file_inode(self, path: str) -> int:
+        inode = self.names.get(path)
+        if inode is None:
+            raise os_error(errno.EISDIR if path in self.dirs else errno.ENOENT, path)
+        return inode

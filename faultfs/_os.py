@@ -1,0 +1,97 @@
+"""The real operating system behind the :class:`~crashpoint.faultfs.FileSystem` protocol."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from ._image import os_error
+
+__all__ = ["OsFileSystem"]
+
+
+class OsFileSystem:
+    """The operating system's filesystem: ``os``, ``open``, ``os.replace``, ``os.fsync``.
+
+    Directory fsync opens the directory ``O_RDONLY`` and fsyncs the descriptor
+    (Linux; where the platform refuses it with EINVAL/EBADF/EACCES the call is a
+    no-op, as SQLite does). Errors are the OS's own ``OSError`` subclasses.
+    """
+
+    __slots__ = ()
+
+    def mkdir(self, path: str) -> None:
+        os.mkdir(path)
+
+    def create(self, path: str) -> None:
+        with open(path, "wb"):
+            pass
+
+    def write(self, path: str, offset: int, data: bytes) -> int:
+        if offset < 0:
+            raise os_error(errno.EINVAL, path)
+        if os.path.isdir(path):
+            raise os_error(errno.EISDIR, path)
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            return os.pwrite(fd, data, offset) if data else 0
+        finally:
+            os.close(fd)
+
+    def truncate(self, path: str, size: int) -> None:
+        if size < 0:
+            raise os_error(errno.EINVAL, path)
+        if os.path.isdir(path):
+            raise os_error(errno.EISDIR, path)
+        os.truncate(path, size)
+
+    def rename(self, src: str, dst: str) -> None:
+        if os.path.isdir(src) or os.path.isdir(dst):
+            raise os_error(errno.EISDIR, src if os.path.isdir(src) else dst)
+        os.replace(src, dst)
+
+    def unlink(self, path: str) -> None:
+        if os.path.isdir(path):
+            raise os_error(errno.EISDIR, path)
+        os.unlink(path)
+
+    def fsync(self, path: str) -> None:
+        if os.path.isdir(path):
+            raise os_error(errno.EISDIR, path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def fsync_dir(self, path: str) -> None:
+        if not os.path.isdir(path):
+            raise os_error(errno.ENOTDIR if os.path.exists(path) else errno.ENOENT, path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.EBADF, errno.EACCES):
+                raise
+        finally:
+            os.close(fd)
+
+    def read(self, path: str) -> bytes:
+        if os.path.isdir(path):
+            raise os_error(errno.EISDIR, path)
+        with open(path, "rb") as f:
+            return f.read()
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def size(self, path: str) -> int:
+        if os.path.isdir(path):
+            raise os_error(errno.EISDIR, path)
+        return os.stat(path).st_size

@@ -1,0 +1,91 @@
+"""The filesystem protocol that storage code is written against.
+
+About a dozen syscall-named methods (FAULT-MODEL.md §1). Paths are POSIX-style
+absolute strings (``"/base/s.json"``). Every failure is a builtin ``OSError``
+carrying an ``errno``, exactly as the operating system reports it, so code under
+test cannot tell a fake from the real thing.
+
+Implementations: :class:`~crashpoint.faultfs.OsFileSystem` (the real OS),
+:class:`~crashpoint.faultfs.MemoryFileSystem` (the model: volatile and durable
+layers) and :class:`~crashpoint.faultfs.RecordingFileSystem` (a wrapper that
+records the operation trace and injects crashes and faults).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Protocol, runtime_checkable
+
+__all__ = ["FileSystem", "makedirs", "write_bytes"]
+
+
+@runtime_checkable
+class FileSystem(Protocol):
+    """What a storage may do to a disk: mutating calls, barriers, and reads.
+
+    Mutating calls (recorded as operations in a trace): ``mkdir``, ``create``,
+    ``write``, ``truncate``, ``rename``, ``unlink``. Barriers: ``fsync``,
+    ``fsync_dir``. Reads (recorded as non-mutating events): ``read``,
+    ``exists``, ``listdir``, ``size``, ``is_dir``.
+    """
+
+    def mkdir(self, path: str) -> None:
+        """Create one directory. Raises FileExistsError (EEXIST) if ``path`` exists,
+        FileNotFoundError (ENOENT) if its parent does not."""
+
+    def create(self, path: str) -> None:
+        """Create an empty file, or truncate an existing one to 0 bytes (``open(p, "w")``).
+        Raises ENOENT if the parent is missing, EISDIR if ``path`` is a directory."""
+
+    def write(self, path: str, offset: int, data: bytes) -> int:
+        """Write ``data`` at byte ``offset`` of an existing file, extending it (gaps read
+        as zero bytes). Returns the number of bytes written. Raises ENOENT if absent."""
+
+    def truncate(self, path: str, size: int) -> None:
+        """Set the file's size in bytes (extension reads back as zero bytes)."""
+
+    def rename(self, src: str, dst: str) -> None:
+        """Atomically replace ``dst`` by ``src`` (POSIX ``rename``/``os.replace``).
+        Raises ENOENT if ``src`` is absent."""
+
+    def unlink(self, path: str) -> None:
+        """Remove a file. Raises ENOENT if absent, EISDIR/EPERM on a directory."""
+
+    def fsync(self, path: str) -> None:
+        """Make the file's data and size durable (and, as on ext4, earlier metadata)."""
+
+    def fsync_dir(self, path: str) -> None:
+        """Make the directory's entries durable."""
+
+    def read(self, path: str) -> bytes:
+        """The file's whole content. Raises ENOENT if absent, EISDIR on a directory."""
+
+    def exists(self, path: str) -> bool:
+        """True if a file or directory is at ``path``."""
+
+    def is_dir(self, path: str) -> bool:
+        """True if a directory is at ``path``."""
+
+    def listdir(self, path: str) -> list[str]:
+        """Sorted entry names of a directory. Raises ENOENT/ENOTDIR."""
+
+    def size(self, path: str) -> int:
+        """The file's size in bytes. Raises ENOENT if absent."""
+
+
+def makedirs(fs: FileSystem, path: str) -> None:
+    """``mkdir -p``: create ``path`` and any missing parents; existing ones are kept."""
+    missing: list[str] = []
+    current = posixpath.normpath(path)
+    while current not in ("/", "") and not fs.exists(current):
+        missing.append(current)
+        current = posixpath.dirname(current)
+    for directory in reversed(missing):
+        fs.mkdir(directory)
+
+
+def write_bytes(fs: FileSystem, path: str, data: bytes) -> None:
+    """``create(path)`` then ``write(path, 0, data)`` (FAULT-MODEL.md §1)."""
+    fs.create(path)
+    if data:
+        fs.write(path, 0, data)

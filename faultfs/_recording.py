@@ -1,0 +1,236 @@
+"""Recording, crashing and faulting any filesystem (FAULT-MODEL.md §2, §4).
+
+:class:`RecordingFileSystem` wraps a :class:`~crashpoint.faultfs.FileSystem`,
+records every call as an :class:`~crashpoint.faultfs.Op` and can
+
+* **crash at point k**: the ``k``-th mutating call (0-based) raises
+  :class:`SimulatedCrash` instead of running, so exactly ``k`` operations were done;
+  afterwards every call raises it again and changes nothing (a dead machine has no
+  ``finally:``);
+* **fault at operation k**: that call fails with ``OSError(errno, strerror, path)``
+  and the code keeps running (see :class:`Fault`).
+
+Error tree::
+
+    BaseException
+     └── SimulatedCrash      the machine stopped; never caught by ``except Exception``
+"""
+
+from __future__ import annotations
+
+import enum
+import errno as _errno
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ._image import os_error
+from ._protocol import FileSystem
+from ._trace import Op, OpKind, Trace
+
+__all__ = ["Fault", "FaultKind", "RecordingFileSystem", "SimulatedCrash"]
+
+T = TypeVar("T")
+
+
+class SimulatedCrash(BaseException):
+    """The simulated machine stopped at operation ``op_index``.
+
+    Derives from ``BaseException`` (like hypothesis's ``StopTest``) so that
+    ``except Exception`` in the system under test cannot swallow it. Once raised,
+    every later call on the same filesystem raises it again.
+
+    Attributes:
+        op_index: index of the operation that did not run (the crash point ``k``).
+        path: the path that operation would have touched.
+    """
+
+    def __init__(self, op_index: int, path: str = "") -> None:
+        super().__init__(op_index, path)
+        self.op_index = op_index
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"simulated crash before operation {self.op_index} ({self.path})"
+
+
+class FaultKind(str, enum.Enum):
+    """How an armed operation fails."""
+
+    ERROR = "error"
+    """The call fails with ``errno`` and changes nothing."""
+    SHORT_WRITE = "short-write"
+    """A write stores a prefix (half the bytes, rounded down) then fails with ENOSPC."""
+    FSYNC_LOST = "fsync-lost"
+    """An fsync fails with EIO and the file's dirty data is dropped (Linux ≤ 4.13
+    "fsyncgate"): a retried fsync reports success but the data is not durable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A fault armed at mutating operation ``at`` (0-based).
+
+    Attributes:
+        at: index of the operation that fails.
+        errno: the errno raised (ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, ENOENT).
+        kind: plain error, short write, or fsyncgate-style lost fsync.
+    """
+
+    at: int
+    errno: int = _errno.EIO
+    kind: FaultKind = FaultKind.ERROR
+
+    def render(self) -> str:
+        name = _errno.errorcode.get(self.errno, str(self.errno))
+        if self.kind is FaultKind.ERROR:
+            return f"{name} at operation {self.at}"
+        return f"{self.kind.value} ({name}) at operation {self.at}"
+
+
+class RecordingFileSystem:
+    """Wraps ``inner``, records the operation trace, crashes or faults on demand.
+
+    Args:
+        inner: the filesystem that really performs the calls.
+        crash_at: crash point ``k``: the call that would be operation ``k`` raises
+            :class:`SimulatedCrash`; None for no crash.
+        fault: a :class:`Fault` to inject; None for none.
+        record_reads: also record reads as events (off saves time in hot loops).
+
+    Attributes:
+        trace: the recorded :class:`~crashpoint.faultfs.Trace`.
+        crashed: the :class:`SimulatedCrash` once it happened, else None.
+    """
+
+    def __init__(
+        self,
+        inner: FileSystem,
+        *,
+        crash_at: int | None = None,
+        fault: Fault | None = None,
+        record_reads: bool = True,
+    ) -> None:
+        self.inner = inner
+        self.trace = Trace()
+        self.crash_at = crash_at
+        self.fault = fault
+        self.record_reads = record_reads
+        self.crashed: SimulatedCrash | None = None
+
+    # --- helpers ---------------------------------------------------------------
+    @property
+    def op_count(self) -> int:
+        """Number of mutating operations recorded so far."""
+        return len(self.trace.ops)
+
+    def mark(self, label: str) -> None:
+        """Record a workload mark, e.g. ``"ack:save#2"`` (not an operation)."""
+        if self.crashed is not None:
+            raise self.crashed
+        self.trace.events.append(Op(len(self.trace.ops), OpKind.MARK, label=label))
+
+    def _mutate(self, op: Op, call: Callable[[], T]) -> T:
+        if self.crashed is not None:
+            raise self.crashed
+        index = len(self.trace.ops)
+        if self.crash_at is not None and index >= self.crash_at:
+            self.crashed = SimulatedCrash(index, op.path)
+            raise self.crashed
+        fault = self.fault
+        if fault is not None and fault.at == index:
+            return self._inject(op, fault)
+        try:
+            result = call()
+        except OSError as exc:
+            failed = _with(op, index, exc.errno, keep_data=False)
+            self._record(failed)
+            raise
+        self._record(_with(op, index, None, keep_data=True))
+        return result
+
+    def _inject(self, op: Op, fault: Fault) -> T:
+        index = op_index = len(self.trace.ops)
+        if fault.kind is FaultKind.SHORT_WRITE and op.kind is OpKind.WRITE:
+            prefix = op.data[: len(op.data) // 2]
+            if prefix:
+                self.inner.write(op.path, op.offset, prefix)
+            self._record(Op(index, OpKind.WRITE, op.path, offset=op.offset, data=prefix,
+                            errno=_errno.ENOSPC))
+            raise os_error(_errno.ENOSPC, op.path)
+        code = fault.errno
+        lost = fault.kind is FaultKind.FSYNC_LOST and op.kind is OpKind.FSYNC
+        self._record(
+            Op(op_index, op.kind, op.path, dst=op.dst, size=op.size, offset=op.offset,
+               label="fsync-lost" if lost else "", errno=code)
+        )
+        raise os_error(code, op.path)
+
+    def _record(self, op: Op) -> None:
+        self.trace.ops.append(op)
+        self.trace.events.append(op)
+
+    def _read(self, kind: OpKind, path: str, call: Callable[[], T]) -> T:
+        if self.crashed is not None:
+            raise self.crashed
+        if self.record_reads:
+            self.trace.events.append(Op(len(self.trace.ops), kind, path))
+        return call()
+
+    # --- FileSystem: mutating --------------------------------------------------
+    def mkdir(self, path: str) -> None:
+        self._mutate(Op(0, OpKind.MKDIR, path), lambda: self.inner.mkdir(path))
+
+    def create(self, path: str) -> None:
+        self._mutate(Op(0, OpKind.CREATE, path), lambda: self.inner.create(path))
+
+    def write(self, path: str, offset: int, data: bytes) -> int:
+        data = bytes(data)
+        return self._mutate(
+            Op(0, OpKind.WRITE, path, offset=offset, data=data),
+            lambda: self.inner.write(path, offset, data),
+        )
+
+    def truncate(self, path: str, size: int) -> None:
+        self._mutate(Op(0, OpKind.TRUNCATE, path, size=size),
+                     lambda: self.inner.truncate(path, size))
+
+    def rename(self, src: str, dst: str) -> None:
+        self._mutate(Op(0, OpKind.RENAME, src, dst=dst), lambda: self.inner.rename(src, dst))
+
+    def unlink(self, path: str) -> None:
+        self._mutate(Op(0, OpKind.UNLINK, path), lambda: self.inner.unlink(path))
+
+    def fsync(self, path: str) -> None:
+        self._mutate(Op(0, OpKind.FSYNC, path), lambda: self.inner.fsync(path))
+
+    def fsync_dir(self, path: str) -> None:
+        self._mutate(Op(0, OpKind.FSYNC_DIR, path), lambda: self.inner.fsync_dir(path))
+
+    # --- FileSystem: reads -----------------------------------------------------
+    def read(self, path: str) -> bytes:
+        return self._read(OpKind.READ, path, lambda: self.inner.read(path))
+
+    def exists(self, path: str) -> bool:
+        return self._read(OpKind.EXISTS, path, lambda: self.inner.exists(path))
+
+    def is_dir(self, path: str) -> bool:
+        return self._read(OpKind.STAT, path, lambda: self.inner.is_dir(path))
+
+    def listdir(self, path: str) -> list[str]:
+        return self._read(OpKind.LISTDIR, path, lambda: self.inner.listdir(path))
+
+    def size(self, path: str) -> int:
+        return self._read(OpKind.STAT, path, lambda: self.inner.size(path))
+
+
+def _with(op: Op, index: int, errno: int | None, *, keep_data: bool) -> Op:
+    return Op(
+        index,
+        op.kind,
+        op.path,
+        dst=op.dst,
+        offset=op.offset,
+        data=op.data if keep_data else b"",
+        size=op.size,
+        errno=errno,
+    )

@@ -1,0 +1,37 @@
+"""Workloads, checkers, targets and exploration: the harness itself.
+
+``explore(workload, *, model, target, checker)`` records a workload once, derives
+every crash state, reboots each on a fresh filesystem with a fresh storage and
+checks the invariants of SPEC.md §8.
+"""
+
+from . import _catalogue, _mutants  # noqa: F401  (register scenarios and mutants)
+from ._checkers import INVARIANTS, Invariant, Observation, judge
+from ._explore import SECRETS, ExplorationResult, Violation, explore, record
+from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
+from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
+
+__all__ = [
+    "BASE_DIR",
+    "INVARIANTS",
+    "MUTANTS",
+    "SCENARIOS",
+    "SECRETS",
+    "TARGETS",
+    "Call",
+    "CallKind",
+    "ExplorationResult",
+    "Expect",
+    "Invariant",
+    "Observation",
+    "Session",
+    "Target",
+    "Violation",
+    "Workload",
+    "explore",
+    "get_target",
+    "judge",
+    "mutant",
+    "record",
+    "scenario",
+]

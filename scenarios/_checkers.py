@@ -1,0 +1,374 @@
+"""Invariants and the checker that judges a rebooted disk against them (SPEC.md §8).
+
+The checker never trusts the storage under test to say what is right: what a
+load must give at crash point ``k`` is derived from the workload's recorded calls
+alone (:func:`expectation`), what is on disk from the crash state alone
+(:func:`v1_required`), and what load gave from a fresh storage on a fresh
+filesystem holding exactly that crash state (FAULT-MODEL.md §2, "reboot").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..core import (
+    CURRENT_VERSION,
+    AgentState,
+    ErrorCode,
+    StateError,
+    decode_bytes,
+    peek_schema_version,
+    safe_session_file_name,
+    state_is_paired,
+)
+from ..faultfs import CrashState, Op, OpKind
+from ._workload import Call, CallKind, Expect
+
+__all__ = [
+    "INVARIANTS",
+    "Expectation",
+    "Invariant",
+    "Observation",
+    "describe_file",
+    "expectation",
+    "judge",
+    "v1_required",
+]
+
+
+class Invariant(str, enum.Enum):
+    """The invariant catalogue of SPEC.md §8 (value: its id)."""
+
+    R1 = "R1"
+    """recoverable: load returns the last acknowledged state or the in-flight one (data-loss)."""
+    V1 = "V1"
+    """no-unsupported-fallback: a future-version main never falls back to bak (data-loss)."""
+    P1 = "P1"
+    """paired: every state load returns has a paired history (invalid-history)."""
+    E1 = "E1"
+    """not-resumable-honoured: a condemned snapshot never loads resumable (semantics)."""
+    E2 = "E2"
+    """resumability-preserved: a running state not marked since loads running (semantics)."""
+    D1 = "D1"
+    """deleted-stays-deleted: after delete, not-found; never an older state (data-loss)."""
+    C1 = "C1"
+    """no-create-over-unreadable: load_or_create never writes over an unreadable session."""
+    F1 = "F1"
+    """clean-failure: a failed call raises state_save_failed and keeps the last state."""
+    S1 = "S1"
+    """confined: nothing outside the base directory is ever touched (security)."""
+    S2 = "S2"
+    """no-secrets: no runtime handle or secret reaches any file (security)."""
+
+    @property
+    def title(self) -> str:
+        return _TITLES[self][0]
+
+    @property
+    def severity(self) -> str:
+        return _TITLES[self][1]
+
+
+_TITLES = {
+    Invariant.R1: ("recoverable", "data-loss"),
+    Invariant.V1: ("no-unsupported-fallback", "data-loss"),
+    Invariant.P1: ("paired", "invalid-history"),
+    Invariant.E1: ("not-resumable-honoured", "semantics"),
+    Invariant.E2: ("resumability-preserved", "semantics"),
+    Invariant.D1: ("deleted-stays-deleted", "data-loss"),
+    Invariant.C1: ("no-create-over-unreadable", "data-loss"),
+    Invariant.F1: ("clean-failure", "data-loss"),
+    Invariant.S1: ("confined", "security"),
+    Invariant.S2: ("no-secrets", "security"),
+}
+
+INVARIANTS: tuple[Invariant, ...] = tuple(Invariant)
+"""Every invariant, in catalogue order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What loading one session gave on a rebooted disk.
+
+    Attributes:
+        state: the state returned, or None.
+        code: the StateError code raised; ``"exception:<Type>"`` for anything else.
+        detail: the error's message, for reports.
+    """
+
+    state: AgentState | None = None
+    code: str | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.state is None:
+            return f"error {self.code}" + (f" ({self.detail})" if self.detail else "")
+        return Expect(state=self.state).describe()
+
+
+def observe(storage: object, session_id: str) -> Observation:
+    """Call ``storage.load(session_id)`` and capture what happened (never raises
+    an ``Exception``)."""
+    try:
+        state = storage.load(session_id)  # type: ignore[attr-defined]
+    except StateError as exc:
+        return Observation(code=str(exc.code), detail=exc.message)
+    except Exception as exc:  # a loader that crashes is a finding, not a harness error
+        return Observation(code=f"exception:{type(exc).__name__}", detail=str(exc))
+    if not isinstance(state, AgentState):
+        return Observation(code="exception:TypeError", detail=f"load returned {state!r}")
+    return Observation(state=state)
+
+
+@dataclass(slots=True)
+class Expectation:
+    """What load of one session may give after a crash at point ``k``.
+
+    Attributes:
+        allowed: acceptable outcomes (the acknowledged one, plus the in-flight
+            call's effect).
+        condemned: snapshots condemned by an acknowledged mark_not_resumable.
+        condemned_data: their bytes (a byte-identical re-save is the same snapshot).
+        deleting: the last call on the session was a delete, acknowledged or in flight.
+        inflight: the call a crash interrupted, if any.
+    """
+
+    allowed: list[Expect]
+    condemned: list[Expect] = dataclasses.field(default_factory=list)
+    condemned_data: set[bytes] = dataclasses.field(default_factory=set)
+    deleting: bool = False
+    inflight: Call | None = None
+
+
+def _dedup(outcomes: Iterable[Expect]) -> list[Expect]:
+    out: list[Expect] = []
+    for o in outcomes:
+        if o not in out:
+            out.append(o)
+    return out
+
+
+def _effect(call: Call, before: list[Expect], condemned_data: set[bytes]) -> list[Expect]:
+    """The outcomes after ``call`` took effect."""
+    kind = call.kind
+    if kind is CallKind.SAVE:
+        if call.saved is None:
+            return before
+        if call.saved.data in condemned_data:
+            return [call.saved, dataclasses.replace(call.saved, marked=True)]
+        return [call.saved]
+    if kind is CallKind.MARK_NOT_RESUMABLE:
+        return [dataclasses.replace(o, marked=True) if o.state is not None else o for o in before]
+    if kind is CallKind.DELETE:
+        return [Expect.not_found()]
+    if kind is CallKind.LOAD_OR_CREATE and call.saved is not None:
+        return [call.saved if o.code == ErrorCode.SESSION_NOT_FOUND else o for o in before]
+    return before
+
+
+_NOTHING_WRITTEN = frozenset(
+    {
+        ErrorCode.HISTORY_UNPAIRED,
+        ErrorCode.INVALID_SESSION_ID,
+        ErrorCode.MESSAGE_EMPTY_CONTENTS,
+        ErrorCode.SESSION_NOT_FOUND,
+        ErrorCode.STATE_CORRUPT,
+        ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
+    }
+)
+
+
+def expectation(
+    calls: Sequence[Call], initial: Expect | None, session_id: str, k: int
+) -> Expectation:
+    """Fold the calls on ``session_id`` issued before crash point ``k``.
+
+    A call is acknowledged when it returned after at most ``k`` operations
+    (``end <= k``) and in flight when it began but had not returned
+    (``begin <= k < end``). A call that failed with state_save_failed may have
+    taken effect past its commit point, so both outcomes stay allowed; a refusal
+    (history_unpaired, invalid_session_id ...) wrote nothing.
+    """
+    if initial is None:
+        try:
+            safe_session_file_name(session_id)
+            initial = Expect.not_found()
+        except StateError as exc:
+            initial = Expect(code=str(exc.code))
+    exp = Expectation([initial])
+    for call in calls:
+        if call.session_id != session_id:
+            continue
+        if call.begin > k:
+            break
+        acked = call.end is not None and call.end <= k
+        after = _effect(call, exp.allowed, exp.condemned_data)
+        if not acked:
+            exp.allowed = _dedup([*exp.allowed, *after])
+            exp.inflight = call
+            if call.kind is CallKind.DELETE:
+                exp.deleting = True
+            break
+        if call.error is None:
+            if call.kind is CallKind.MARK_NOT_RESUMABLE:
+                for o in exp.allowed:
+                    if o.state is not None and not o.marked:
+                        exp.condemned.append(o)
+                        if o.data is not None:
+                            exp.condemned_data.add(o.data)
+            exp.allowed = after
+        elif call.error not in _NOTHING_WRITTEN:
+            exp.allowed = _dedup([*exp.allowed, *after])
+        if call.kind is CallKind.DELETE:
+            exp.deleting = True
+        elif call.kind is CallKind.SAVE and call.error is None:
+            exp.deleting = False
+    return exp
+
+
+def _ended(state: AgentState) -> AgentState:
+    s = state.snapshot()
+    s.is_running = False
+    s.pending_run_checkpoint = None
+    return s
+
+
+def _matches(obs: Observation, outcome: Expect) -> bool:
+    if outcome.state is None:
+        return obs.state is None and obs.code == outcome.code
+    if obs.state is None:
+        return False
+    return obs.state == (_ended(outcome.state) if outcome.marked else outcome.state)
+
+
+def _resumable(state: AgentState) -> bool:
+    return state.is_running or state.pending_run_checkpoint is not None
+
+
+def v1_required(state: CrashState, base_dir: str, session_id: str) -> bool:
+    """Whether the disk holds a future-version snapshot that load must refuse with
+    schema_version_unsupported: main is of a future version, or main is absent or
+    bad and bak is (SPEC.md §6, §8 V1)."""
+    try:
+        main = posixpath.join(base_dir, safe_session_file_name(session_id) + ".json")
+    except StateError:
+        return False
+    main_data = state.file(main)
+    if main_data is not None:
+        version = peek_schema_version(main_data)
+        if version is not None and version > CURRENT_VERSION:
+            return True
+        try:
+            if decode_bytes(main_data).session_id == session_id:
+                return False
+        except StateError:
+            pass
+    bak_data = state.file(main + ".bak")
+    if bak_data is None:
+        return False
+    version = peek_schema_version(bak_data)
+    return version is not None and version > CURRENT_VERSION
+
+
+def judge(
+    obs: Observation, exp: Expectation, *, v1: bool
+) -> tuple[Invariant, str] | None:
+    """Judge one load against one expectation.
+
+    Returns None when it holds, else the violated invariant and what was expected.
+    Each finding is classified once, the most specific invariant first:
+    V1, P1, then an exact match, then E1/E2 (the state is right but its
+    resumability is not), D1 (a delete was under way or done), else R1.
+    """
+    if v1 and obs.code != ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+        return Invariant.V1, "error schema_version_unsupported (a future version is on disk)"
+    if obs.state is not None and not state_is_paired(obs.state):
+        return Invariant.P1, "a state whose history is tool-call paired"
+    if v1 or any(_matches(obs, o) for o in exp.allowed):
+        return None
+    expected = " or ".join(o.describe() for o in exp.allowed)
+    if obs.state is not None:
+        ended = _ended(obs.state)
+        for outcome in exp.allowed:
+            if outcome.state is not None and _ended(outcome.state) == ended:
+                if outcome.marked or outcome in exp.condemned:
+                    return Invariant.E1, expected
+                return Invariant.E2, expected
+        if _resumable(obs.state) and any(obs.state == c.state for c in exp.condemned):
+            return Invariant.E1, expected
+    if exp.deleting:
+        return Invariant.D1, expected
+    return Invariant.R1, expected
+
+
+def outside(path: str, base_dir: str) -> bool:
+    """Whether ``path`` lies outside ``base_dir`` (after normalisation)."""
+    norm = posixpath.normpath(path)
+    base = posixpath.normpath(base_dir)
+    return norm != base and not norm.startswith(base + "/")
+
+
+def confinement_violations(ops: Sequence[Op], base_dir: str) -> list[Op]:
+    """Operations that created, wrote, renamed or deleted outside ``base_dir`` (S1)."""
+    found = []
+    for op in ops:
+        if op.errno is not None or op.kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
+            continue
+        if outside(op.path, base_dir) or (op.dst is not None and outside(op.dst, base_dir)):
+            found.append(op)
+    return found
+
+
+def secret_violations(ops: Sequence[Op], secrets: Sequence[str]) -> list[tuple[Op, str]]:
+    """Writes whose bytes contain one of ``secrets`` (S2)."""
+    needles = [(s, s.encode()) for s in secrets if s]
+    return [
+        (op, s)
+        for op in ops
+        if op.kind is OpKind.WRITE
+        for s, needle in needles
+        if needle in op.data
+    ]
+
+
+def describe_file(data: bytes | None, known: Mapping[bytes, str]) -> str:
+    """Render one file of a crash state: absent, empty, zero-filled, valid vN (and
+    which save wrote it), truncated at byte b, a marker, or garbage (FAULT-MODEL.md §5)."""
+    if data is None:
+        return "absent"
+    if not data:
+        return "empty"
+    if data in known:
+        return f"valid v{CURRENT_VERSION}, {len(data)} bytes (= {known[data]})"
+    if not data.strip(b"\0"):
+        return f"zero-filled, {len(data)} bytes"
+    if data.startswith(b"sha256:"):
+        digest = data[7:].decode(errors="replace").strip()
+        whose = next(
+            (label for blob, label in known.items() if _sha(blob) == digest), "no known snapshot"
+        )
+        return f"ended marker sha256:{digest[:12]}… (condemns {whose})"
+    if data.strip() == b"1":
+        return "ended marker '1' (legacy: condemns any snapshot)"
+    version = peek_schema_version(data)
+    if version is not None:
+        try:
+            decode_bytes(data)
+            return f"valid v{version}, {len(data)} bytes"
+        except StateError as exc:
+            return f"v{version} document that does not decode ({exc.code}), {len(data)} bytes"
+    stored = data.rstrip(b"\0")
+    for blob, label in known.items():
+        if blob.startswith(stored) and len(data) < len(blob):
+            return f"truncated at byte {len(stored)} of {label}"
+    return f"garbage, {len(data)} bytes"
+
+
+def _sha(blob: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(blob).hexdigest()

@@ -1,0 +1,377 @@
+"""Exploration: record a workload once, derive every crash state, reboot, check.
+
+:func:`explore` is the plain entry point (STYLE.md §8)::
+
+    result = explore(SCENARIOS["three-saves"], model=PROCESS_CRASH)
+    result.assert_no_violations()
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..core import ErrorCode, encode_bytes
+from ..faultfs import (
+    PROCESS_CRASH,
+    CrashState,
+    MemoryFileSystem,
+    Op,
+    PersistenceModel,
+    RecordingFileSystem,
+    crash_points,
+)
+from ._checkers import (
+    INVARIANTS,
+    Expectation,
+    Invariant,
+    Observation,
+    confinement_violations,
+    describe_file,
+    expectation,
+    judge,
+    observe,
+    secret_violations,
+    v1_required,
+)
+from ._targets import TARGETS, Target
+from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
+
+__all__ = ["SECRETS", "ExplorationResult", "Violation", "explore", "record"]
+
+SECRETS: tuple[str, ...] = ("sk-crashpoint-test-SECRET-0001",)
+"""Secret values a runtime holds (an API key); no file may ever contain one (S2)."""
+
+_ROOT_DIRS = ("/data",)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A counterexample: one invariant failing in one crash state.
+
+    Attributes:
+        invariant: the invariant id (``"R1"`` ...).
+        scenario: the workload's name.
+        model: the persistence model's name.
+        target: the storage's target name.
+        crash_point: ``k``, the number of operations done before the crash.
+        operation: the operation that did not run, rendered (``"(end of run)"`` if none).
+        last_done: the last operation that did run, rendered.
+        session_id: the session judged.
+        crash_state: each session file, rendered (``{"s1.json": "empty", ...}``).
+        state_digest: the crash state's identity.
+        expected: what load had to give.
+        got: what load gave.
+        replay: one command that replays this counterexample.
+    """
+
+    invariant: str
+    scenario: str
+    model: str
+    target: str
+    crash_point: int
+    operation: str
+    last_done: str
+    session_id: str
+    crash_state: Mapping[str, str]
+    state_digest: str
+    expected: str
+    got: str
+    replay: str
+
+    def render(self) -> str:
+        files = "\n".join(f"    {name}: {what}" for name, what in self.crash_state.items())
+        return (
+            f"{self.invariant} ({Invariant(self.invariant).title}) violated in scenario "
+            f"{self.scenario!r} under {self.model}, target {self.target}\n"
+            f"  crash point {self.crash_point}: after {self.last_done}, before {self.operation}\n"
+            f"  crash state:\n{files}\n"
+            f"  load({self.session_id!r}) gave: {self.got}\n"
+            f"  expected: {self.expected}\n"
+            f"  replay: {self.replay}"
+        )
+
+
+@dataclass(slots=True)
+class ExplorationResult:
+    """What exploring one workload under one model found.
+
+    Attributes:
+        scenario, model, target: what was explored.
+        operations: mutating operations in the recorded run.
+        crash_points: crash points examined (``operations + 1`` unless restricted).
+        raw_states: crash states derived, before deduplication.
+        distinct_states: distinct crash states rebooted and loaded.
+        cut: crash states the model's enumeration bound left out (0: exhaustive).
+        invariants: ids of the invariants checked.
+        violations: every counterexample, minimal first (smallest crash point).
+        seconds: wall time of the whole exploration.
+        check_seconds: time spent rebooting, loading and judging crash states.
+    """
+
+    scenario: str
+    model: str
+    target: str
+    operations: int = 0
+    crash_points: int = 0
+    raw_states: int = 0
+    distinct_states: int = 0
+    cut: int = 0
+    invariants: tuple[str, ...] = ()
+    violations: list[Violation] = field(default_factory=list)
+    seconds: float = 0.0
+    check_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def killed_by(self) -> list[str]:
+        """The distinct invariant ids violated, in catalogue order."""
+        found = {v.invariant for v in self.violations}
+        return [i.value for i in INVARIANTS if i.value in found]
+
+    def assert_no_violations(self) -> None:
+        """Raise ``AssertionError`` carrying the minimal counterexample, if any."""
+        if self.violations:
+            more = len(self.violations) - 1
+            tail = f"\n  (and {more} more violation(s))" if more else ""
+            raise AssertionError(self.violations[0].render() + tail)
+
+
+@dataclass(slots=True)
+class Recording:
+    """One recorded run of a workload."""
+
+    initial: CrashState
+    expects: Mapping[str, Expect]
+    ops: list[Op]
+    calls: list[Call]
+    sessions: list[str]
+
+
+def record(workload: Workload, target: Target) -> Recording:
+    """Run ``workload`` once on a recording memory filesystem; the crash-free run."""
+    fs = MemoryFileSystem(dirs=_ROOT_DIRS)
+    expects = dict(workload.setup(fs, BASE_DIR)) if workload.setup else {}
+    initial = fs.crash_state()
+    rec = RecordingFileSystem(MemoryFileSystem(initial))
+    session = Session(target(rec, BASE_DIR), rec, BASE_DIR)
+    workload.run(session)
+    sessions = list(expects)
+    for call in session.calls:
+        if call.session_id not in sessions:
+            sessions.append(call.session_id)
+    return Recording(initial, expects, rec.trace.ops, session.calls, sessions)
+
+
+def _known_blobs(recording: Recording) -> dict[bytes, str]:
+    known: dict[bytes, str] = {}
+    for call in recording.calls:
+        if call.saved is not None and call.saved.data is not None:
+            if call.kind is CallKind.SAVE or call.error is None:
+                known.setdefault(call.saved.data, call.label)
+    for sid, exp in recording.expects.items():
+        if exp.state is not None:
+            known.setdefault(encode_bytes(exp.state), f"the setup's snapshot of {sid}")
+    return known
+
+
+def _render_state(
+    state: CrashState, session_id: str, storage: object, known: Mapping[bytes, str]
+) -> dict[str, str]:
+    path_of = getattr(storage, "path", None)
+    try:
+        main = path_of(session_id) if path_of else None
+    except Exception:
+        main = None
+    files: dict[str, str] = {}
+    if main is not None:
+        for suffix in ("", ".bak", ".tmp", ".ended"):
+            files[(main + suffix).rsplit("/", 1)[-1]] = describe_file(
+                state.file(main + suffix), known
+            )
+    for path, data in state.files:
+        name = path.rsplit("/", 1)[-1]
+        if name not in files:
+            files[path] = describe_file(data, known)
+    return files
+
+
+def explore(
+    workload: Workload,
+    *,
+    model: PersistenceModel = PROCESS_CRASH,
+    target: Target | None = None,
+    checker: Iterable[Invariant | str] | None = None,
+    crash_point: int | None = None,
+    shard: tuple[int, int] | None = None,
+) -> ExplorationResult:
+    """Explore every crash point of ``workload`` under ``model`` against ``target``.
+
+    Records the workload once, derives each crash point's crash states, reboots each
+    distinct state on a fresh :class:`~crashpoint.faultfs.MemoryFileSystem` with a
+    fresh storage, loads every session and judges it (SPEC.md §8).
+
+    Args:
+        workload: the workload (see ``SCENARIOS``).
+        model: the persistence model (default process-crash).
+        target: the storage (default ``reference``).
+        checker: the invariants to check (default: all).
+        crash_point: only this crash point ``k`` (replaying a counterexample).
+        shard: ``(K, N)``, 1 ≤ K ≤ N: only crash states whose identity falls in
+            slice K of N; the N shards together cover every state exactly once.
+
+    Returns:
+        an :class:`ExplorationResult`; violations sorted minimal first.
+    """
+    started = time.perf_counter()
+    target = target or TARGETS["reference"]
+    wanted = {Invariant(i) for i in (checker if checker is not None else INVARIANTS)}
+    recording = record(workload, target)
+    result = ExplorationResult(
+        workload.name,
+        model.name,
+        target.name,
+        operations=len(recording.ops),
+        invariants=tuple(i.value for i in INVARIANTS if i in wanted),
+    )
+    known = _known_blobs(recording)
+    ops = recording.ops
+    sessions = recording.sessions
+    violations: list[Violation] = []
+
+    def violation(
+        inv: Invariant, k: int, state: CrashState, sid: str, expected: str, got: str
+    ) -> Violation:
+        replay = (
+            f"crashpoint explore --scenario {workload.name} --target {target.name} "
+            f"--model {model.name} --crash-point {k}"
+        )
+        return Violation(
+            inv.value,
+            workload.name,
+            model.name,
+            target.name,
+            k,
+            ops[k].render() if k < len(ops) else "(end of run)",
+            ops[k - 1].render() if k > 0 else "(nothing)",
+            sid,
+            _render_state(state, sid, reboot_storage(state)[1], known),
+            state.digest(),
+            expected,
+            got,
+            replay,
+        )
+
+    def reboot_storage(state: CrashState) -> tuple[MemoryFileSystem, object]:
+        fs = MemoryFileSystem(state)
+        return fs, target(fs, BASE_DIR)
+
+    # S1 and S2 judge the trace itself: an escaping or leaking write is a finding
+    # whether or not a crash follows it.
+    if Invariant.S1 in wanted:
+        for op in confinement_violations(ops, BASE_DIR):
+            k = op.index + 1
+            if crash_point is None or crash_point == k:
+                st = _state_after(recording, k)
+                violations.append(
+                    violation(Invariant.S1, k, st, sessions[0] if sessions else "", 
+                              f"no operation outside {BASE_DIR}", op.render())
+                )
+    if Invariant.S2 in wanted:
+        for op, secret in secret_violations(ops, SECRETS):
+            k = op.index + 1
+            if crash_point is None or crash_point == k:
+                st = _state_after(recording, k)
+                violations.append(
+                    violation(Invariant.S2, k, st, sessions[0] if sessions else "",
+                              "no secret in any file", f"{op.render()} wrote {secret[:6]}…")
+                )
+
+    observed: dict[CrashState, tuple[dict[str, Observation], dict[str, bool]]] = {}
+    seen_raw = 0
+    check_time = 0.0
+    for point in crash_points(model, recording.initial, ops):
+        if crash_point is not None and point.index != crash_point:
+            continue
+        states = point.states
+        if shard is not None:
+            states = tuple(s for s in states if _in_shard(s, shard))
+            if not states:
+                continue
+        result.crash_points += 1
+        result.cut += point.cut
+        t0 = time.perf_counter()
+        exps: dict[str, Expectation] = {
+            sid: expectation(recording.calls, recording.expects.get(sid), sid, point.index)
+            for sid in sessions
+        }
+        for state in states:
+            seen_raw += 1
+            cached = observed.get(state)
+            if cached is None:
+                cached = _probe(state, sessions, target, wanted)
+                observed[state] = cached
+            obs_by_sid, c1_by_sid = cached
+            for sid in sessions:
+                obs = obs_by_sid[sid]
+                v1 = Invariant.V1 in wanted and v1_required(state, BASE_DIR, sid)
+                verdict = judge(obs, exps[sid], v1=v1)
+                if verdict is not None and verdict[0] in wanted:
+                    violations.append(
+                        violation(verdict[0], point.index, state, sid, verdict[1], obs.describe())
+                    )
+                if c1_by_sid.get(sid):
+                    violations.append(
+                        violation(
+                            Invariant.C1,
+                            point.index,
+                            state,
+                            sid,
+                            f"load_or_create raises {obs.code} and writes nothing",
+                            "load_or_create wrote to the disk",
+                        )
+                    )
+        check_time += time.perf_counter() - t0
+    result.raw_states = seen_raw
+    result.distinct_states = len(observed)
+    violations.sort(key=lambda v: (v.crash_point, v.invariant, v.session_id))
+    result.violations = violations
+    result.check_seconds = check_time
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _probe(
+    state: CrashState, sessions: Sequence[str], target: Target, wanted: set[Invariant]
+) -> tuple[dict[str, Observation], dict[str, bool]]:
+    """Reboot ``state`` and load each session; for C1, also try load_or_create on a
+    session that failed to load for a reason other than not-found."""
+    fs = MemoryFileSystem(state)
+    storage = target(fs, BASE_DIR)
+    obs = {sid: observe(storage, sid) for sid in sessions}
+    c1: dict[str, bool] = {}
+    if Invariant.C1 in wanted:
+        for sid, o in obs.items():
+            if o.state is None and o.code != ErrorCode.SESSION_NOT_FOUND:
+                probe_fs = MemoryFileSystem(state)
+                try:
+                    target(probe_fs, BASE_DIR).load_or_create(sid)
+                except Exception:
+                    pass
+                c1[sid] = probe_fs.mutations > 0
+    return obs, c1
+
+
+def _state_after(recording: Recording, k: int) -> CrashState:
+    for point in crash_points(PROCESS_CRASH, recording.initial, recording.ops[:k]):
+        if point.index == k:
+            return point.states[0]
+    raise ValueError(k)
+
+
+def _in_shard(state: CrashState, shard: tuple[int, int]) -> bool:
+    k, n = shard
+    return int(state.digest(), 16) % n == k - 1

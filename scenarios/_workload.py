@@ -1,0 +1,244 @@
+"""Workloads: short programs over a storage, with marks for acknowledged calls.
+
+A workload is a plain function taking a :class:`Session`; it calls the storage
+through the session, which records each call (what it was, how many operations
+had been issued when it began and when it returned, how it ended) and puts
+``begin:`` / ``ack:`` marks in the trace (FAULT-MODEL.md §1: ALICE treats printed
+output the same way). The checker derives from those calls what was acknowledged
+before any crash point.
+
+Register workloads with the :func:`scenario` decorator::
+
+    @scenario("first-save", "a new session's first save")
+    def first_save(s: Session) -> None:
+        s.save(state("s1", "hello"))
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import AgentState, StateError, decode_bytes, encode_bytes
+from ..faultfs import FileSystem, RecordingFileSystem
+
+__all__ = [
+    "SCENARIOS",
+    "BASE_DIR",
+    "Call",
+    "CallKind",
+    "Expect",
+    "Session",
+    "Workload",
+    "scenario",
+]
+
+BASE_DIR = "/data/sessions"
+"""Where every catalogue workload keeps its session files (created by the first save)."""
+
+
+class CallKind(str, enum.Enum):
+    """A storage call a workload made."""
+
+    SAVE = "save"
+    LOAD = "load"
+    LOAD_OR_CREATE = "load_or_create"
+    DELETE = "delete"
+    MARK_NOT_RESUMABLE = "mark_not_resumable"
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """What loading a session must give: a state, or an error code.
+
+    Attributes:
+        state: the state load returns (as it loads: after the codec round trip).
+        code: the error code load raises, when ``state`` is None
+            (``session_not_found``, ``state_corrupt``, ``schema_version_unsupported``).
+        marked: an acknowledged mark_not_resumable condemned this snapshot, so it
+            loads with ``is_running=False`` and no ``pending_run_checkpoint``.
+        data: the snapshot's bytes as saved, when known.
+    """
+
+    state: AgentState | None = None
+    code: str | None = None
+    marked: bool = False
+    data: bytes | None = None
+
+    @classmethod
+    def not_found(cls) -> Expect:
+        return cls(code="session_not_found")
+
+    @classmethod
+    def saved(cls, state: AgentState) -> Expect:
+        data = encode_bytes(state)
+        return cls(state=decode_bytes(data), data=data)
+
+    def describe(self) -> str:
+        if self.state is None:
+            return f"error {self.code}"
+        s = self.state
+        flags = f"isRunning={str(s.is_running).lower()}"
+        if s.pending_run_checkpoint is not None:
+            flags += f", checkpoint={s.pending_run_checkpoint.checkpoint}"
+        mark = ", condemned" if self.marked else ""
+        return f"state with {len(s.messages)} messages ({flags}{mark})"
+
+
+@dataclass(slots=True)
+class Call:
+    """One storage call of a workload run.
+
+    Attributes:
+        seq: its position among the run's calls.
+        kind: which method.
+        session_id: the session it named.
+        begin: operations issued before it began.
+        end: operations issued when it returned or raised; None if a crash stopped it.
+        error: the StateError code it raised, or None.
+        saved: for a save (or a creating load_or_create): what it writes, as it loads.
+        result: for a load: what it returned.
+    """
+
+    seq: int
+    kind: CallKind
+    session_id: str
+    begin: int
+    end: int | None = None
+    error: str | None = None
+    saved: Expect | None = None
+    result: AgentState | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind.value}#{self.seq}"
+
+
+class Session:
+    """What a workload sees: the storage under test, wrapped so each call is recorded.
+
+    Storage errors (:class:`~crashpoint.core.StateError`) are recorded and swallowed,
+    so a workload continues past an expected refusal; a simulated crash is not.
+
+    Attributes:
+        storage: the storage under test.
+        fs: the recording filesystem it runs on.
+        base_dir: the storage's directory.
+        calls: the recorded calls, in order.
+    """
+
+    def __init__(self, storage: Any, fs: RecordingFileSystem, base_dir: str) -> None:
+        self.storage = storage
+        self.fs = fs
+        self.base_dir = base_dir
+        self.calls: list[Call] = []
+
+    def _call(
+        self, kind: CallKind, session_id: str, fn: Callable[[], Any], saved: Expect | None = None
+    ) -> Any:
+        call = Call(len(self.calls), kind, session_id, self.fs.op_count, saved=saved)
+        self.calls.append(call)
+        self.fs.mark(f"begin:{call.label}")
+        try:
+            result = fn()
+        except StateError as exc:
+            call.end = self.fs.op_count
+            call.error = str(exc.code)
+            self.fs.mark(f"fail:{call.label}:{exc.code}")
+            return None
+        call.end = self.fs.op_count
+        if isinstance(result, AgentState):
+            call.result = result
+        self.fs.mark(f"ack:{call.label}")
+        return result
+
+    def save(self, state: AgentState) -> bool:
+        """Save ``state``; True if the storage acknowledged it."""
+        try:
+            expect: Expect | None = Expect.saved(state)
+        except StateError:
+            expect = None  # the codec refuses it; so must the storage
+        self._call(CallKind.SAVE, state.session_id, lambda: self.storage.save(state), expect)
+        return self.calls[-1].error is None
+
+    def load(self, session_id: str) -> AgentState | None:
+        """Load a session; None if the storage raised."""
+        result: AgentState | None = self._call(
+            CallKind.LOAD, session_id, lambda: self.storage.load(session_id)
+        )
+        return result
+
+    def load_or_create(
+        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
+    ) -> AgentState | None:
+        """load_or_create; None if the storage raised."""
+        fresh = Expect.saved(AgentState.new(session_id, dict(initial_metadata or {})))
+        result: AgentState | None = self._call(
+            CallKind.LOAD_OR_CREATE,
+            session_id,
+            lambda: self.storage.load_or_create(session_id, initial_metadata),
+            fresh,
+        )
+        return result
+
+    def delete(self, session_id: str) -> bool:
+        """Delete a session; True if acknowledged."""
+        self._call(CallKind.DELETE, session_id, lambda: self.storage.delete(session_id))
+        return self.calls[-1].error is None
+
+    def mark_not_resumable(self, session_id: str) -> bool:
+        """Mark the current snapshot not resumable; True if acknowledged."""
+        self._call(
+            CallKind.MARK_NOT_RESUMABLE,
+            session_id,
+            lambda: self.storage.mark_not_resumable(session_id),
+        )
+        return self.calls[-1].error is None
+
+
+Setup = Callable[[FileSystem, str], Mapping[str, Expect]]
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A named workload of the catalogue.
+
+    Attributes:
+        name: how the CLI and reports call it (``--scenario NAME``).
+        description: one line.
+        run: the program, given a :class:`Session`.
+        setup: writes the disk the run starts from (durable before the run) and
+            returns what loading each pre-existing session must give; None for an
+            empty disk.
+        tags: free-form labels (``"storage"``, ``"runtime"``).
+    """
+
+    name: str
+    description: str
+    run: Callable[[Session], None]
+    setup: Setup | None = None
+    tags: tuple[str, ...] = field(default=("storage",))
+
+
+SCENARIOS: dict[str, Workload] = {}
+"""The workload catalogue, by name, in registration order."""
+
+
+def scenario(
+    name: str,
+    description: str,
+    *,
+    setup: Setup | None = None,
+    tags: tuple[str, ...] = ("storage",),
+) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
+    """Register a workload under ``name`` (a decorator). Raises ValueError on a duplicate name."""
+
+    def register(fn: Callable[[Session], None]) -> Callable[[Session], None]:
+        if name in SCENARIOS:
+            raise ValueError(f"scenario {name!r} is already registered")
+        SCENARIOS[name] = Workload(name, description, fn, setup, tags)
+        return fn
+
+    return register
