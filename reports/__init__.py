@@ -1,0 +1,15 @@
+"""Renderers of exploration results: JSON, Markdown and the terminal table."""
+
+from ._json import MAX_LISTED, build_report, violation_dict, write_json
+from ._markdown import render_markdown, write_markdown
+from ._terminal import print_summary
+
+__all__ = [
+    "MAX_LISTED",
+    "build_report",
+    "print_summary",
+    "render_markdown",
+    "violation_dict",
+    "write_json",
+    "write_markdown",
+]

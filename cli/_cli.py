@@ -1,0 +1,176 @@
+"""The command line: ``crashpoint explore``.
+
+Exit codes (for CI): 0 no violation, 1 a violation was found (or, with ``--zoo``, a
+mutant survived), 2 a usage or input error. Never a traceback: errors are one
+line on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported on one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shard must look like K/N, not {text!r}") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"shard K/N needs 1 <= K <= N, not {text!r}")
+    return k, n
+
+
+def _nonneg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="crashpoint", description=__doc__.split("\n\n")[0] if __doc__ else "")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    ex = sub.add_parser(
+        "explore",
+        help="explore every crash point of the workload catalogue",
+        description="Record each workload once, derive every crash state under the "
+        "persistence model, reboot each on a fresh storage and check the invariants.",
+    )
+    ex.add_argument("--scenario", action="append", metavar="NAME",
+                    help="a workload of the catalogue (repeatable; default: all)")
+    ex.add_argument("--model", default="process-crash", metavar="MODEL",
+                    help="persistence model: process-crash (default), power-loss, "
+                    "power-loss-reorder, or all")
+    ex.add_argument("--target", default="reference", metavar="TARGET",
+                    help="reference (default), seed, or mutant:NAME")
+    ex.add_argument("--out", default="crashpoint-report", metavar="DIR",
+                    help="directory for report.json and report.md (default ./crashpoint-report)")
+    ex.add_argument("--list", action="store_true",
+                    help="list scenarios, models, targets and mutants, then exit")
+    ex.add_argument("--crash-point", type=_nonneg, metavar="K",
+                    help="only crash point K (replay a counterexample)")
+    ex.add_argument("--shard", type=_shard, metavar="K/N",
+                    help="only slice K of N of the crash-state space (CI matrices)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    console = Console(stderr=False, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        args = _parser().parse_args(argv)
+        if args.command != "explore":
+            _parser().print_help()
+            return EXIT_USAGE
+        return _explore(args, console)
+    except UsageError as exc:
+        err.print(f"crashpoint: error: {exc}", markup=False)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except KeyboardInterrupt:
+        err.print("crashpoint: interrupted", markup=False)
+        return EXIT_USAGE
+    except Exception as exc:  # never a traceback
+        err.print(f"crashpoint: internal error: {type(exc).__name__}: {exc}", markup=False)
+        return EXIT_USAGE
+
+
+def _resolve(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from .faultfs import MODELS
+    from .scenarios import SCENARIOS, get_target
+
+    names = args.scenario or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise UsageError(
+            f"unknown scenario {unknown[0]!r}; see `crashpoint explore --list`"
+        )
+    if args.model == "all":
+        models = list(MODELS.values())
+    elif args.model in MODELS:
+        models = [MODELS[args.model]]
+    else:
+        raise UsageError(f"unknown model {args.model!r}; known: {', '.join(MODELS)}, all")
+    try:
+        target = get_target(args.target)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    return [SCENARIOS[n] for n in names], models, target
+
+
+def _prepare_out(path: str) -> str:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"--out {path!r} exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
+    return path
+
+
+def _list(console: Console) -> int:
+    from .faultfs import MODELS
+    from .scenarios import MUTANTS, SCENARIOS, TARGETS
+
+    console.print("[bold]scenarios[/]")
+    for w in SCENARIOS.values():
+        console.print(f"  {w.name:28} {w.description}")
+    console.print("[bold]models[/]")
+    for m in MODELS.values():
+        console.print(f"  {m.name:28} {m.source}")
+    console.print("[bold]targets[/]")
+    for t in TARGETS.values():
+        console.print(f"  {t.name:28} {t.description}")
+    console.print("[bold]mutants[/] (--target mutant:NAME; expected killer)")
+    for name, t in MUTANTS.items():
+        inv, model = t.expected or ("?", "?")
+        console.print(f"  {name:28} {inv} under {model}: {t.description}")
+    return EXIT_OK
+
+
+def _explore(args: argparse.Namespace, console: Console) -> int:
+    if args.list:
+        return _list(console)
+    workloads, models, target = _resolve(args)
+    out = _prepare_out(args.out)
+    from .reports import build_report, print_summary, write_json, write_markdown
+    from .scenarios import explore
+
+    results = [
+        explore(w, model=m, target=target, crash_point=args.crash_point, shard=args.shard)
+        for m in models
+        for w in workloads
+    ]
+    report = build_report(results, model=args.model, target=target.name)
+    write_json(report, os.path.join(out, "report.json"))
+    write_markdown(report, os.path.join(out, "report.md"))
+    print_summary(report, console)
+    console.print(f"reports: {os.path.join(out, 'report.json')}, {os.path.join(out, 'report.md')}")
+    if args.crash_point is not None:
+        for r in results:
+            for v in r.violations:
+                console.print(v.render(), markup=False)
+    return EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK

@@ -1,0 +1,128 @@
+"""The JSON report: one document describing an exploration run.
+
+Shape (keys are a contract; acceptance checks read them)::
+
+    {
+      "tool": "crashpoint", "version": "0.1.0",
+      "model": "process-crash",            # as asked: a model name or "all"
+      "target": "reference",
+      "scenarios": [
+        {"name", "model", "target", "operations", "crash_points", "raw_states",
+         "distinct_states", "cut", "exhaustive", "invariants", "seconds",
+         "violation_count", "killed_by",
+         "violations": [                   # minimal first; at most MAX_LISTED
+           {"invariant", "title", "severity", "session_id",
+            "crash_point": {"index", "operation", "last_done"},
+            "crash_state": {file: rendering}, "state_digest",
+            "expected", "load_returned", "replay"}]}],
+      "totals": {"scenarios", "crash_points", "raw_states", "distinct_states",
+                 "cut", "violations"},
+      "counterexample": <the minimal violation overall, or null>
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..scenarios import ExplorationResult, Invariant, Violation
+
+__all__ = ["MAX_LISTED", "build_report", "violation_dict", "write_json"]
+
+MAX_LISTED = 25
+"""Violations listed per scenario entry; ``violation_count`` keeps the exact number."""
+
+
+def violation_dict(v: Violation) -> dict[str, Any]:
+    """One violation as a JSON object."""
+    inv = Invariant(v.invariant)
+    return {
+        "invariant": v.invariant,
+        "title": inv.title,
+        "severity": inv.severity,
+        "scenario": v.scenario,
+        "model": v.model,
+        "session_id": v.session_id,
+        "crash_point": {
+            "index": v.crash_point,
+            "operation": v.operation,
+            "last_done": v.last_done,
+        },
+        "crash_state": dict(v.crash_state),
+        "state_digest": v.state_digest,
+        "expected": v.expected,
+        "load_returned": v.got,
+        "replay": v.replay,
+    }
+
+
+def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
+    return {
+        "name": r.scenario,
+        "model": r.model,
+        "target": r.target,
+        "operations": r.operations,
+        "crash_points": r.crash_points,
+        "raw_states": r.raw_states,
+        "distinct_states": r.distinct_states,
+        "cut": r.cut,
+        "exhaustive": r.cut == 0,
+        "invariants": list(r.invariants),
+        "seconds": round(r.seconds, 4),
+        "violation_count": len(r.violations),
+        "killed_by": r.killed_by(),
+        "violations": [violation_dict(v) for v in r.violations[:MAX_LISTED]],
+    }
+
+
+def build_report(
+    results: Sequence[ExplorationResult],
+    *,
+    model: str,
+    target: str,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report document for ``results`` (see the module docstring)."""
+    from .. import __version__
+
+    scenarios = [_scenario_dict(r) for r in results]
+    minimal = min(
+        (v for r in results for v in r.violations[:1]),
+        key=lambda v: (v.crash_point, len(v.crash_state)),
+        default=None,
+    )
+    report: dict[str, Any] = {
+        "tool": "crashpoint",
+        "version": __version__,
+        "model": model,
+        "target": target,
+        "scenarios": scenarios,
+        "totals": {
+            "scenarios": len({r.scenario for r in results}),
+            "crash_points": sum(r.crash_points for r in results),
+            "raw_states": sum(r.raw_states for r in results),
+            "distinct_states": sum(r.distinct_states for r in results),
+            "cut": sum(r.cut for r in results),
+            "violations": sum(len(r.violations) for r in results),
+        },
+        "counterexample": violation_dict(minimal) if minimal is not None else None,
+    }
+    if extra:
+        report.update(extra)
+    return report
+
+
+def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write ``report`` as indented UTF-8 JSON to ``path`` (replaced atomically)."""
+    tmp = f"{os.fspath(path)}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _iter(x: Iterable[Any]) -> list[Any]:  # pragma: no cover - typing helper
+    return list(x)

@@ -1,0 +1,87 @@
+"""The Markdown report, rendered from the JSON report document."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["render_markdown", "write_markdown"]
+
+
+def _violation_md(v: Mapping[str, Any]) -> list[str]:
+    cp = v["crash_point"]
+    lines = [
+        f"#### {v['invariant']} ({v['title']}, {v['severity']}) — `{v['scenario']}` "
+        f"under {v['model']}",
+        "",
+        f"- crash point **{cp['index']}**: after `{cp['last_done']}`, before `{cp['operation']}`",
+        f"- session `{v['session_id']}`; crash state:",
+    ]
+    lines += [f"  - `{name}`: {what}" for name, what in v["crash_state"].items()]
+    lines += [
+        f"- load returned: {v['load_returned']}",
+        f"- expected: {v['expected']}",
+        f"- replay: `{v['replay']}`",
+        "",
+    ]
+    return lines
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """A Markdown page for a report document built by ``build_report``."""
+    t = report["totals"]
+    verdict = "no violation" if t["violations"] == 0 else f"**{t['violations']} violation(s)**"
+    out = [
+        f"# crashpoint report: target `{report['target']}`, model `{report['model']}`",
+        "",
+        f"{t['scenarios']} scenario(s), {t['crash_points']} crash points, "
+        f"{t['distinct_states']} distinct crash states checked "
+        f"({t['raw_states']} before deduplication): {verdict}.",
+        "",
+    ]
+    if t.get("cut"):
+        out += [f"Enumeration was bounded: {t['cut']} crash states were left out.", ""]
+    out += [
+        "| scenario | model | operations | crash points | distinct states | invariants "
+        "| violations |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for s in report["scenarios"]:
+        killed = f" ({', '.join(s['killed_by'])})" if s["killed_by"] else ""
+        bound = "" if s["exhaustive"] else f" (+{s['cut']} cut)"
+        out.append(
+            f"| {s['name']} | {s['model']} | {s['operations']} | {s['crash_points']} | "
+            f"{s['distinct_states']}{bound} | {' '.join(s['invariants'])} | "
+            f"{s['violation_count']}{killed} |"
+        )
+    out.append("")
+    for key, title in (("zoo", "Kill matrix"),):
+        if key in report:
+            out += [f"## {title}", ""] + _zoo_md(report[key]) + [""]
+    if report.get("counterexample"):
+        out += ["## Minimal counterexample", ""] + _violation_md(report["counterexample"])
+    listed = [v for s in report["scenarios"] for v in s["violations"][:1]]
+    if len(listed) > 1:
+        out += ["## First counterexample per scenario", ""]
+        for v in listed:
+            out += _violation_md(v)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _zoo_md(zoo: Mapping[str, Any]) -> list[str]:
+    models = zoo["models"]
+    out = ["| target | " + " | ".join(models) + " | expected | verdict |",
+           "|---|" + "---|" * len(models) + "---|---|"]
+    for row in zoo["rows"]:
+        cells = [", ".join(row["killed"].get(m, [])) or "survived" for m in models]
+        out.append(
+            f"| {row['target']} | " + " | ".join(cells) + f" | {row['expected']} | {row['verdict']} |"
+        )
+    return out
+
+
+def write_markdown(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write the Markdown rendering of ``report`` to ``path``."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_markdown(report))
