@@ -18,8 +18,10 @@ Error tree::
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import errno as _errno
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -133,6 +135,12 @@ class RecordingFileSystem:
         if self.crashed is not None:
             raise self.crashed
         index = len(self.trace.ops)
+        # The trace holds normalised paths: what the operation really touched.
+        op = dataclasses.replace(
+            op,
+            path=posixpath.normpath(op.path),
+            dst=None if op.dst is None else posixpath.normpath(op.dst),
+        )
         if self.crash_at is not None and index >= self.crash_at:
             self.crashed = SimulatedCrash(index, op.path)
             raise self.crashed

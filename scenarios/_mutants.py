@@ -7,11 +7,13 @@ model, must kill it; ``crashpoint explore --target mutant:NAME`` explores one.
 
 from __future__ import annotations
 
+import json
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import AgentState, ErrorCode, FileStateStorage, StateError
-from ..faultfs import FileSystem, write_bytes
+from ..core import AgentState, ErrorCode, FileStateStorage, StateError, encode
+from ..faultfs import FileSystem, makedirs, write_bytes
 from ._targets import mutant
 
 __all__: list[str] = []
@@ -93,3 +95,75 @@ class CreateOverUnreadable(_Mutant):
             state = AgentState.new(session_id, dict(initial_metadata or {}))
             self.save(state)
             return state
+
+
+@mutant("rename-without-bak", invariant="R1", model="process-crash")
+class RenameWithoutBak(_Mutant):
+    """save deletes main and renames tmp over it without keeping a bak: between the
+    delete and the rename no current snapshot exists, and load returns an older bak
+    or nothing."""
+
+    def _commit(self, main: str, data: bytes) -> None:
+        tmp = main + ".tmp"
+        write_bytes(self.fs, tmp, data)
+        self.fs.fsync(tmp)
+        if self.fs.exists(main):
+            self.fs.unlink(main)
+        self.fs.rename(tmp, main)
+        self._sync_dir()
+        self._clear_marker(main + ".ended")
+
+
+@mutant("unpaired-history-saved", invariant="P1", model="process-crash")
+class UnpairedHistorySaved(_Mutant):
+    """save skips the pairing check (SPEC.md §3): a history with an unanswered tool
+    call reaches the disk and the next model request is invalid after a restart."""
+
+    def save(self, state: AgentState) -> None:
+        main = self.path(state.session_id)
+        data = self.encode(state)
+        makedirs(self.fs, self.base_dir)
+        self._commit(main, data)
+
+
+@mutant("ended-cleared-before-rename", invariant="E1", model="process-crash")
+class EndedClearedBeforeRename(_Mutant):
+    """save deletes the ended marker before the new snapshot is in place: a crash in
+    between makes the condemned snapshot resumable again."""
+
+    def _commit(self, main: str, data: bytes) -> None:
+        self._clear_marker(main + ".ended")
+        super()._commit(main, data)
+
+
+@mutant("ended-unscoped", invariant="E2", model="process-crash")
+class EndedUnscoped(FileStateStorage):
+    """The legacy ``1`` marker in otherwise hardened storage: a stale marker left by a
+    crash before save deletes it condemns the fresh, resumable snapshot."""
+
+    def __init__(self, fs: FileSystem, base_dir: str) -> None:
+        super().__init__(fs, base_dir, sync="full", ended_marker="legacy")
+
+
+@mutant("unsanitized-session-id", invariant="S1", model="process-crash")
+class UnsanitizedSessionId(_Mutant):
+    """Session ids joined into paths as they come (the seed's pitfall six): an id like
+    ``../escape`` writes outside the base directory."""
+
+    def path(self, session_id: str, suffix: str = "") -> str:
+        if not session_id:
+            return super().path(session_id, suffix)
+        return posixpath.join(self.base_dir, session_id + ".json" + suffix)
+
+
+@mutant("runtime-handle-serialized", invariant="S2", model="process-crash")
+class RuntimeHandleSerialized(_Mutant):
+    """A runtime handle serialized with the state "for convenience" (the seed's seventh
+    problem): the model client's API key reaches the file in plain text."""
+
+    def encode(self, state: AgentState) -> bytes:
+        from ._explore import SECRETS
+
+        obj = encode(state)
+        obj["runtime"] = {"client": {"baseUrl": "https://api.example", "apiKey": SECRETS[0]}}
+        return json.dumps(obj, separators=(",", ":")).encode()
