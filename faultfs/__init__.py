@@ -10,6 +10,8 @@ from ._image import CrashState, Image, os_error
 from ._memory import MemoryFileSystem
 from ._models import (
     MODELS,
+    POWER_LOSS,
+    POWER_LOSS_REORDER,
     PROCESS_CRASH,
     CrashPoint,
     PersistenceModel,
@@ -24,6 +26,8 @@ from ._trace import Op, OpKind, Trace
 
 __all__ = [
     "MODELS",
+    "POWER_LOSS",
+    "POWER_LOSS_REORDER",
     "PROCESS_CRASH",
     "CrashPoint",
     "CrashState",

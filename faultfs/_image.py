@@ -86,15 +86,25 @@ class Image:
     def exists(self, path: str) -> bool:
         return path in self.names or path in self.dirs
 
+    def absent(self, path: str) -> int:
+        """The errno the OS reports when looking up ``path`` finds nothing there:
+        ENOTDIR if a component on the way is a file, else ENOENT."""
+        end = path.find("/", 1)
+        while end != -1:
+            ancestor = path[:end]
+            if ancestor in self.names:
+                return errno.ENOTDIR
+            if ancestor not in self.dirs:
+                return errno.ENOENT
+            end = path.find("/", end + 1)
+        return errno.ENOENT
+
     def read(self, path: str) -> bytes:
-        inode = self.names.get(path)
-        if inode is None:
-            raise os_error(errno.EISDIR if path in self.dirs else errno.ENOENT, path)
-        return self.data[inode]
+        return self.data[self._file_inode(path)]
 
     def listdir(self, path: str) -> list[str]:
         if path not in self.dirs:
-            raise os_error(errno.ENOTDIR if path in self.names else errno.ENOENT, path)
+            raise os_error(errno.ENOTDIR if path in self.names else self.absent(path), path)
         prefix = path.rstrip("/") + "/"
         out = [
             p[len(prefix) :]
@@ -123,7 +133,7 @@ class Image:
     def _parent_ok(self, path: str) -> None:
         parent = posixpath.dirname(path) or "/"
         if parent not in self.dirs:
-            raise os_error(errno.ENOTDIR if parent in self.names else errno.ENOENT, path)
+            raise os_error(errno.ENOTDIR if parent in self.names else self.absent(parent), path)
 
     def apply(self, op: Op) -> None:
         """Perform mutating ``op``. Raises ``OSError`` as the OS would; on error the
@@ -153,7 +163,7 @@ class Image:
                 raise os_error(errno.EISDIR, path)  # directory renames are out of the model
             inode = self.names.get(path)
             if inode is None:
-                raise os_error(errno.ENOENT, path)
+                raise os_error(self.absent(path), path)
             if dst in self.dirs:
                 raise os_error(errno.EISDIR, dst)
             self._parent_ok(dst)
@@ -164,9 +174,7 @@ class Image:
                 del self.names[path]
                 self.names[dst] = inode
         elif kind is OpKind.UNLINK:
-            inode = self.names.get(path)
-            if inode is None:
-                raise os_error(errno.EISDIR if path in self.dirs else errno.ENOENT, path)
+            inode = self._file_inode(path)
             del self.names[path]
             del self.data[inode]
         elif kind is OpKind.MKDIR:
@@ -180,12 +188,12 @@ class Image:
             self.data[inode] = old[: op.size] + bytes(max(0, op.size - len(old)))
         elif kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
             if not self.exists(path):
-                raise os_error(errno.ENOENT, path)
+                raise os_error(self.absent(path), path)
         else:
             raise ValueError(f"not a mutating operation: {op.kind}")
 
     def _file_inode(self, path: str) -> int:
         inode = self.names.get(path)
         if inode is None:
-            raise os_error(errno.EISDIR if path in self.dirs else errno.ENOENT, path)
+            raise os_error(errno.EISDIR if path in self.dirs else self.absent(path), path)
         return inode

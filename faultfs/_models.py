@@ -7,6 +7,14 @@ states of each crash point ``k`` (the first ``k`` operations issued).
 
 * ``process-crash`` (kill -9): every completed operation survives, in order; the
   page cache outlives the process. One crash state per crash point.
+* ``power-loss`` (ext4 ``data=ordered`` with delayed allocation, LazyFS): metadata
+  persists as an in-order prefix reaching at least the last barrier; file data not
+  yet fsynced survives whole, not at all, or torn in whole blocks.
+* ``power-loss-reorder`` (ALICE's default abstract persistence model, Pillai et al.,
+  OSDI 2014): as ``power-loss``, and a directory operation not yet made durable by
+  an fsync of its parent directory may be lost while later ones persist.
+
+The power-loss family lives in :mod:`crashpoint.faultfs._power`.
 """
 
 from __future__ import annotations
@@ -19,10 +27,13 @@ from ._trace import Op, OpKind
 
 __all__ = [
     "MODELS",
+    "POWER_LOSS",
+    "POWER_LOSS_REORDER",
     "PROCESS_CRASH",
     "CrashPoint",
     "PersistenceModel",
     "crash_points",
+    "effective",
     "get_model",
 ]
 
@@ -58,7 +69,29 @@ PROCESS_CRASH = PersistenceModel(
     source="kill -9: completed operations survive in order (FAULT-MODEL.md §3)",
 )
 
-MODELS: dict[str, PersistenceModel] = {PROCESS_CRASH.name: PROCESS_CRASH}
+POWER_LOSS = PersistenceModel(
+    "power-loss",
+    volatile_data=True,
+    source=(
+        "ext4 data=ordered with delayed allocation; LazyFS (Ramos et al., VLDB 2024); "
+        "ALICE torn appends (Pillai et al., OSDI 2014) (FAULT-MODEL.md §3)"
+    ),
+)
+
+POWER_LOSS_REORDER = PersistenceModel(
+    "power-loss-reorder",
+    volatile_data=True,
+    reorder=True,
+    source=(
+        "ALICE default abstract persistence model (Pillai et al., OSDI 2014); "
+        "POSIX minimum (FAULT-MODEL.md §3)"
+    ),
+)
+
+MODELS: dict[str, PersistenceModel] = {
+    m.name: m for m in (PROCESS_CRASH, POWER_LOSS, POWER_LOSS_REORDER)
+}
+"""The named models, by name."""
 
 
 def get_model(name: str) -> PersistenceModel:

@@ -54,6 +54,7 @@ incrementally; crash states share their byte strings.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import posixpath
 from collections.abc import Iterator, Sequence
@@ -172,7 +173,7 @@ class _Inode:
     since; ``whole`` is durable with all of them, ``bare`` with only the truncations.
     """
 
-    __slots__ = ("bare", "durable", "opts", "pending", "truncs", "whole")
+    __slots__ = ("bare", "durable", "opts", "pending", "stale", "truncs", "whole")
 
     def __init__(self, content: bytes) -> None:
         self.durable = content
@@ -180,37 +181,38 @@ class _Inode:
         self.bare = content
         self.pending: list[tuple[int | None, int, bytes]] = []
         self.truncs: list[int] = []  # metadata positions of pending truncations
-        self.opts: _Options | None | bool = False  # False: not computed yet
+        self.opts: _Options | None = None
+        self.stale = True  # opts must be recomputed
 
     def write(self, offset: int, data: bytes) -> None:
         self.pending.append((None, offset, data))
         self.whole = _write(self.whole, offset, data)
-        self.opts = False
+        self.stale = True
 
     def trunc(self, position: int, size: int) -> None:
         self.pending.append((position, size, b""))
         self.truncs.append(position)
         self.whole = _resize(self.whole, size)
         self.bare = _resize(self.bare, size)
-        self.opts = False
+        self.stale = True
 
     def sync(self) -> None:
         self.durable = self.bare = self.whole
         self.pending = []
         self.truncs = []
-        self.opts = False
+        self.stale = True
 
     def lose(self) -> None:
         """fsyncgate: the pending writes are dropped for good."""
         self.pending = [p for p in self.pending if p[0] is not None]
         self.whole = self.bare
-        self.opts = False
+        self.stale = True
 
     def options(self, block_size: int) -> _Options | None:
         """Options with every pending truncation kept; None if the content is settled."""
-        if self.opts is False:
+        if self.stale:
+            self.stale = False
             self.opts = None if self.whole == self.bare else _Options(self.whole, self.bare, block_size)
-        assert self.opts is not True
         return self.opts
 
     def replay(self, kept: frozenset[int]) -> tuple[bytes, bytes]:
@@ -460,21 +462,33 @@ class _Explorer:
         out = list(prefixes)
         seen = {(c.cut, ()) for c in prefixes}
         pending = list(self.pending)
-        for size in range(1, self.model.max_omit + 1):
-            for cut in range(n, lo - 1, -1):
-                candidates = [p for p in pending if p < cut]
-                if size > 1 and len(candidates) > FEW_PENDING:
-                    continue
-                for omitted in itertools.combinations(candidates, size):
-                    dropped = self._closure(omitted, cut)
-                    end = cut
-                    while end > 0 and end - 1 in dropped:
-                        end -= 1
-                    key = (end, tuple(sorted(d for d in dropped if d < end)))
+        widest = self.model.max_omit if len(pending) <= FEW_PENDING else 1
+        for size in range(1, widest + 1):
+            for omitted in itertools.combinations(pending, size):
+                dropped = self._closure(omitted, n)
+                ordered = sorted(dropped)
+                names = dict(self.base_names)
+                dirs = set(self.base_dirs)
+                dirs_t = None
+                end = self.cp  # one past the last kept position
+                for position in range(self.cp, n):
+                    if position not in dropped:
+                        rec = meta[position]
+                        rec.replay(names, dirs)
+                        if rec.kind == _MKDIR:
+                            dirs_t = None
+                        end = position + 1
+                    if position < lo - 1 or position < omitted[-1]:
+                        continue  # not a persisted prefix, or not all of `omitted` reached
+                    key = (end, tuple(ordered[: bisect.bisect_left(ordered, end)]))
                     if key in seen:
                         continue
                     seen.add(key)
-                    out.append(self._replay_choice(end, frozenset(key[1])))
+                    if dirs_t is None:
+                        dirs_t = _dirs_tuple(dirs)
+                    out.append(
+                        _Choice(tuple(sorted(names.items())), dirs_t, end, frozenset(key[1]))
+                    )
         return out
 
     def _closure(self, omitted: tuple[int, ...], cut: int) -> set[int]:
@@ -486,15 +500,6 @@ class _Explorer:
             if deps and position not in dropped and any(d in dropped for d in deps):
                 dropped.add(position)
         return dropped
-
-    def _replay_choice(self, cut: int, dropped: frozenset[int]) -> _Choice:
-        names = dict(self.base_names)
-        dirs = set(self.base_dirs)
-        meta = self.meta
-        for position in range(self.cp, cut):
-            if position not in dropped:
-                meta[position].replay(names, dirs)
-        return _Choice(tuple(sorted(names.items())), _dirs_tuple(dirs), cut, dropped)
 
     # --- crash states ---------------------------------------------------------------------
     def frame(

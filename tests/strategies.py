@@ -15,8 +15,6 @@ import json
 import string
 from typing import Any
 
-from hypothesis import strategies as st
-
 from crashpoint.core import (
     AgentState,
     Episode,
@@ -32,6 +30,7 @@ from crashpoint.core import (
     ToolCall,
     ToolsEntry,
 )
+from hypothesis import strategies as st
 
 __all__ = [
     "SAFE_ID_ALPHABET",
@@ -275,9 +274,7 @@ def agent_states(
         ),
         tools_history=draw(
             st.lists(
-                st.builds(
-                    ToolsEntry, st.integers(0, 100), st.lists(json_objects(4), max_size=2)
-                ),
+                st.builds(ToolsEntry, st.integers(0, 100), st.lists(json_objects(4), max_size=2)),
                 max_size=2,
             )
         ),
@@ -292,8 +289,6 @@ def agent_states(
             )
         ),
         pending_approval=approval,
-        pending_plan_review=draw(
-            st.one_of(st.none(), json_objects(4).map(PendingPlanReview))
-        ),
+        pending_plan_review=draw(st.one_of(st.none(), json_objects(4).map(PendingPlanReview))),
         plan_review_approved=draw(st.booleans()),
     )

@@ -7,7 +7,6 @@ import errno
 import pickle
 
 import pytest
-
 from crashpoint.core import ErrorCode, Retryability, StateError
 
 

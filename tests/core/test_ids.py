@@ -5,11 +5,10 @@ from __future__ import annotations
 import posixpath
 
 import pytest
+from crashpoint.core import ErrorCode, Retryability, StateError, redact, safe_session_file_name
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import SAFE_ID_ALPHABET, any_session_ids, session_ids
-
-from crashpoint.core import ErrorCode, Retryability, StateError, redact, safe_session_file_name
 
 
 def _rejected(session_id: str) -> StateError:
@@ -49,7 +48,9 @@ def test_13_5_chinese_id_is_cleaned_to_underscores() -> None:
     assert safe_session_file_name("会话-001") == "__-001"
 
 
-@pytest.mark.parametrize("session_id", ["abc", "A-Z_0.9", "sess-1", "x", "-", "_", ".hidden", "a.b"])
+@pytest.mark.parametrize(
+    "session_id", ["abc", "A-Z_0.9", "sess-1", "x", "-", "_", ".hidden", "a.b"]
+)
 def test_13_5_legal_ids_are_kept(session_id: str) -> None:
     assert safe_session_file_name(session_id) == session_id
 

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from strategies import agent_states, messages, paired_histories
-
 from crashpoint.core import (
     AgentState,
     Message,
@@ -17,6 +13,9 @@ from crashpoint.core import (
     tool_calls_paired,
     truncate_to_paired,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import agent_states, messages, paired_histories
 
 
 def user(text: str = "hi") -> Message:

@@ -7,9 +7,6 @@ import dataclasses
 import pickle
 
 import pytest
-from hypothesis import given, settings
-from strategies import agent_states
-
 from crashpoint.core import (
     AgentState,
     Episode,
@@ -24,6 +21,8 @@ from crashpoint.core import (
     ToolCall,
     ToolsEntry,
 )
+from hypothesis import given, settings
+from strategies import agent_states
 
 
 def _rich_state() -> AgentState:
@@ -134,7 +133,7 @@ def test_snapshot_equals_and_is_independent() -> None:
 def test_snapshot_shares_frozen_values() -> None:
     state = _rich_state()
     snap = state.snapshot()
-    assert all(a is b for a, b in zip(snap.messages, state.messages))
+    assert all(a is b for a, b in zip(snap.messages, state.messages, strict=True))
     assert snap.messages is not state.messages
     assert snap.pending_run_checkpoint is state.pending_run_checkpoint
     assert snap.pending_plan_review is state.pending_plan_review

@@ -1,0 +1,88 @@
+"""Exploration throughput: crash states checked per second, and the overhead ratio.
+
+    python benchmarks/bench_explore.py [--model NAME|all] [--repeat N]
+
+For each persistence model, in one run:
+
+* **explore**: the whole catalogue through ``explore()`` (record once, enumerate
+  crash states, deduplicate, reboot, load, judge): raw and distinct crash states,
+  wall time, distinct states per second;
+* **bare**: the same distinct crash states, already derived, only rebooted, loaded
+  and judged: the floor the harness cannot go below;
+* **ratio** = explore time / bare time (target ≤ 1.3).
+
+Figures are printed, never asserted (timings belong to benchmarks, not tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from crashpoint.faultfs import MODELS, crash_points
+from crashpoint.scenarios import SCENARIOS, TARGETS, explore, record
+from crashpoint.scenarios._checkers import expectation, judge, observe, v1_required
+from crashpoint.scenarios._workload import BASE_DIR
+from crashpoint.faultfs import MemoryFileSystem
+
+
+def bare(model_name: str) -> tuple[int, float]:
+    """Reboot + load + judge every distinct crash state, derived beforehand."""
+    target = TARGETS["reference"]
+    model = MODELS[model_name]
+    jobs = []
+    for w in SCENARIOS.values():
+        rec = record(w, target)
+        seen = set()
+        for point in crash_points(model, rec.initial, rec.ops):
+            exps = {
+                sid: expectation(rec.calls, rec.expects.get(sid), sid, point.index)
+                for sid in rec.sessions
+            }
+            for st in point.states:
+                if st not in seen:
+                    seen.add(st)
+                    jobs.append((st, rec.sessions, exps))
+    t0 = time.perf_counter()
+    for st, sessions, exps in jobs:
+        storage = target(MemoryFileSystem(st), BASE_DIR)
+        for sid in sessions:
+            judge(observe(storage, sid), exps[sid], v1=v1_required(st, BASE_DIR, sid))
+    return len(jobs), time.perf_counter() - t0
+
+
+def run(model_name: str) -> dict[str, float]:
+    model = MODELS[model_name]
+    t0 = time.perf_counter()
+    results = [explore(w, model=model, target=TARGETS["reference"]) for w in SCENARIOS.values()]
+    total = time.perf_counter() - t0
+    distinct = sum(r.distinct_states for r in results)
+    raw = sum(r.raw_states for r in results)
+    n_bare, t_bare = bare(model_name)
+    return {
+        "raw": raw,
+        "distinct": distinct,
+        "explore_s": total,
+        "states_per_s": distinct / total,
+        "bare_states": n_bare,
+        "bare_s": t_bare,
+        "ratio": total / t_bare if t_bare else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="all")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per model")
+    args = parser.parse_args()
+    names = list(MODELS) if args.model == "all" else [args.model]
+    print(f"{'model':20} {'raw':>8} {'distinct':>9} {'explore s':>10} {'states/s':>10} "
+          f"{'bare s':>8} {'ratio':>6}")
+    for name in names:
+        best = min((run(name) for _ in range(args.repeat)), key=lambda r: r["explore_s"])
+        print(f"{name:20} {best['raw']:8.0f} {best['distinct']:9.0f} {best['explore_s']:10.3f} "
+              f"{best['states_per_s']:10.0f} {best['bare_s']:8.3f} {best['ratio']:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
