@@ -63,6 +63,13 @@ class Invariant(str, enum.Enum):
     """confined: nothing outside the base directory is ever touched (security)."""
     S2 = "S2"
     """no-secrets: no runtime handle or secret reaches any file (security)."""
+    N1 = "N1"
+    """no-tool-rerun: a tool whose result was persisted is not executed again on resume."""
+    H1 = "H1"
+    """honest-resume: resume happens exactly when the loaded state says isRunning, and
+    always starts with a fresh model call."""
+    T1 = "T1"
+    """terminal-honoured: once the terminal path returned, no load offers a resume."""
 
     @property
     def title(self) -> str:
@@ -84,6 +91,9 @@ _TITLES = {
     Invariant.F1: ("clean-failure", "data-loss"),
     Invariant.S1: ("confined", "security"),
     Invariant.S2: ("no-secrets", "security"),
+    Invariant.N1: ("no-tool-rerun", "semantics"),
+    Invariant.H1: ("honest-resume", "semantics"),
+    Invariant.T1: ("terminal-honoured", "semantics"),
 }
 
 INVARIANTS: tuple[Invariant, ...] = tuple(Invariant)

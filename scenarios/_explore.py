@@ -18,6 +18,7 @@ from ..faultfs import (
     CrashState,
     MemoryFileSystem,
     Op,
+    OpKind,
     PersistenceModel,
     RecordingFileSystem,
     crash_points,
@@ -149,6 +150,11 @@ class Recording:
     ops: list[Op]
     calls: list[Call]
     sessions: list[str]
+    marks: list[Op] = field(default_factory=list)
+
+    def marks_before(self, k: int) -> list[str]:
+        """Labels of the marks recorded while at most ``k`` operations were done."""
+        return [m.label for m in self.marks if m.index <= k]
 
 
 def record(workload: Workload, target: Target) -> Recording:
@@ -163,7 +169,8 @@ def record(workload: Workload, target: Target) -> Recording:
     for call in session.calls:
         if call.session_id not in sessions:
             sessions.append(call.session_id)
-    return Recording(initial, expects, rec.trace.ops, session.calls, sessions)
+    marks = [e for e in rec.trace.events if e.kind is OpKind.MARK]
+    return Recording(initial, expects, rec.trace.ops, session.calls, sessions, marks)
 
 
 def _known_blobs(recording: Recording) -> dict[bytes, str]:
@@ -295,6 +302,7 @@ def explore(
                 )
 
     observed: dict[CrashState, tuple[dict[str, Observation], dict[str, bool]]] = {}
+    probed: dict[CrashState, object] = {}
     seen_raw = 0
     check_time = 0.0
     for point in crash_points(model, recording.initial, ops):
@@ -338,6 +346,16 @@ def explore(
                             "load_or_create wrote to the disk",
                         )
                     )
+            if workload.probe is not None and workload.check is not None:
+                if state not in probed:
+                    probed[state] = workload.probe(state, target.factory)
+                marks = recording.marks_before(point.index)
+                for f in workload.check(probed[state], point.index, marks):
+                    inv = Invariant(f.invariant)
+                    if inv in wanted:
+                        violations.append(
+                            violation(inv, point.index, state, f.session_id, f.expected, f.got)
+                        )
         check_time += time.perf_counter() - t0
     result.raw_states = seen_raw
     result.distinct_states = len(observed)

@@ -17,12 +17,12 @@ Register workloads with the :func:`scenario` decorator::
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import AgentState, StateError, decode_bytes, encode_bytes
-from ..faultfs import FileSystem, RecordingFileSystem
+from ..faultfs import CrashState, FileSystem, RecordingFileSystem
 
 __all__ = [
     "SCENARIOS",
@@ -30,6 +30,8 @@ __all__ = [
     "Call",
     "CallKind",
     "Expect",
+    "Finding",
+    "RecordedStorage",
     "Session",
     "Workload",
     "scenario",
@@ -136,7 +138,13 @@ class Session:
         self.calls: list[Call] = []
 
     def _call(
-        self, kind: CallKind, session_id: str, fn: Callable[[], Any], saved: Expect | None = None
+        self,
+        kind: CallKind,
+        session_id: str,
+        fn: Callable[[], Any],
+        saved: Expect | None = None,
+        *,
+        reraise: bool = False,
     ) -> Any:
         call = Call(len(self.calls), kind, session_id, self.fs.op_count, saved=saved)
         self.calls.append(call)
@@ -147,6 +155,8 @@ class Session:
             call.end = self.fs.op_count
             call.error = str(exc.code)
             self.fs.mark(f"fail:{call.label}:{exc.code}")
+            if reraise:
+                raise
             return None
         call.end = self.fs.op_count
         if isinstance(result, AgentState):
@@ -198,7 +208,86 @@ class Session:
         return self.calls[-1].error is None
 
 
+    def recorded(self) -> RecordedStorage:
+        """A storage that records each call like this session's methods but raises
+        storage errors as the storage does: hand it to code under test (a runtime)."""
+        return RecordedStorage(self)
+
+
+class RecordedStorage:
+    """The StateStorage protocol over a :class:`Session`: calls are recorded, errors raised."""
+
+    def __init__(self, session: Session) -> None:
+        self._s = session
+
+    def save(self, state: AgentState) -> None:
+        try:
+            expect: Expect | None = Expect.saved(state)
+        except StateError:
+            expect = None
+        storage = self._s.storage
+        self._s._call(CallKind.SAVE, state.session_id, lambda: storage.save(state), expect,
+                      reraise=True)
+
+    def load(self, session_id: str) -> AgentState:
+        storage = self._s.storage
+        result: AgentState = self._s._call(
+            CallKind.LOAD, session_id, lambda: storage.load(session_id), reraise=True
+        )
+        return result
+
+    def load_or_create(
+        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
+    ) -> AgentState:
+        storage = self._s.storage
+        fresh = Expect.saved(AgentState.new(session_id, dict(initial_metadata or {})))
+        result: AgentState = self._s._call(
+            CallKind.LOAD_OR_CREATE, session_id,
+            lambda: storage.load_or_create(session_id, initial_metadata), fresh, reraise=True,
+        )
+        return result
+
+    def delete(self, session_id: str) -> None:
+        storage = self._s.storage
+        self._s._call(CallKind.DELETE, session_id, lambda: storage.delete(session_id),
+                      reraise=True)
+
+    def exists(self, session_id: str) -> bool:
+        return bool(self._s.storage.exists(session_id))
+
+    def mark_not_resumable(self, session_id: str) -> None:
+        storage = self._s.storage
+        self._s._call(CallKind.MARK_NOT_RESUMABLE, session_id,
+                      lambda: storage.mark_not_resumable(session_id), reraise=True)
+
+
 Setup = Callable[[FileSystem, str], Mapping[str, Expect]]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A violation found by a workload's own checker.
+
+    Attributes:
+        invariant: the invariant id (``"N1"`` ...).
+        session_id: the session concerned.
+        expected: what had to happen.
+        got: what happened.
+    """
+
+    invariant: str
+    session_id: str
+    expected: str
+    got: str
+
+
+Probe = Callable[[CrashState, Callable[[FileSystem, str], Any]], Any]
+"""``probe(crash_state, factory)``: reboot the crash state and do what the workload's
+checker needs (e.g. resume the agent run); called once per distinct crash state."""
+
+Check = Callable[[Any, int, Sequence[str]], Sequence[Finding]]
+"""``check(probe_result, k, marks)``: judge one crash point ``k`` given the marks
+recorded before it; returns findings."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +302,8 @@ class Workload:
             returns what loading each pre-existing session must give; None for an
             empty disk.
         tags: free-form labels (``"storage"``, ``"runtime"``).
+        probe: optional extra reboot step (see :data:`Probe`).
+        check: optional extra checker over the probe's result (see :data:`Check`).
     """
 
     name: str
@@ -220,6 +311,8 @@ class Workload:
     run: Callable[[Session], None]
     setup: Setup | None = None
     tags: tuple[str, ...] = field(default=("storage",))
+    probe: Probe | None = None
+    check: Check | None = None
 
 
 SCENARIOS: dict[str, Workload] = {}
@@ -232,13 +325,15 @@ def scenario(
     *,
     setup: Setup | None = None,
     tags: tuple[str, ...] = ("storage",),
+    probe: Probe | None = None,
+    check: Check | None = None,
 ) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
     """Register a workload under ``name`` (a decorator). Raises ValueError on a duplicate name."""
 
     def register(fn: Callable[[Session], None]) -> Callable[[Session], None]:
         if name in SCENARIOS:
             raise ValueError(f"scenario {name!r} is already registered")
-        SCENARIOS[name] = Workload(name, description, fn, setup, tags)
+        SCENARIOS[name] = Workload(name, description, fn, setup, tags, probe, check)
         return fn
 
     return register
