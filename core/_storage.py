@@ -6,6 +6,7 @@ File layout per session, with ``S = safe_session_file_name(id)`` in ``base_dir``
     S.json.bak    the snapshot before it
     S.json.tmp    a save in progress
     S.json.ended  the not-resumable marker (SPEC.md §6, mark_not_resumable)
+    S.json.ended.tmp  a scoped marker being written (renamed over S.json.ended)
 
 Every error is a :class:`~crashpoint.core.StateError`; a simulated crash
 (``BaseException``) passes through untouched.
@@ -129,6 +130,8 @@ class FileStateStorage:
         self.base_dir = base_dir
         self.sync = sync
         self.ended_marker = ended_marker
+        self._base_synced = False
+        self._dir_pending = False
 
     def __repr__(self) -> str:
         return (
@@ -146,6 +149,32 @@ class FileStateStorage:
     def _full(self) -> bool:
         return self.sync == "full"
 
+    def _begin(self, *, create: bool = True) -> None:
+        """Before a mutating call: create the base directory; with sync="full", first
+        make durable what an earlier call that failed part-way left pending. Were its
+        renames still volatile, this call's deletions could persist without them
+        (power-loss-reorder) and leave no snapshot at all."""
+        if create:
+            self._ensure_base()
+        if self._full and self._dir_pending:
+            self.fs.fsync_dir(self.base_dir)
+        self._dir_pending = True
+
+    def _done(self) -> None:
+        self._dir_pending = False
+
+    def _ensure_base(self) -> None:
+        """mkdir -p the base directory. With sync="full", the first successful call of
+        this storage also fsyncs the parent of each directory it created (or, if none,
+        of the base directory): an earlier process may have created it and died, or
+        failed, before that fsync, and a power cut could then take the directory and
+        every acknowledged snapshot in it (power-loss-reorder)."""
+        created = makedirs(self.fs, self.base_dir)
+        if self._full and not self._base_synced:
+            for directory in created or [self.base_dir]:
+                self.fs.fsync_dir(posixpath.dirname(directory) or "/")
+            self._base_synced = True
+
     def _sync_dir(self) -> None:
         if self._full:
             self.fs.fsync_dir(self.base_dir)
@@ -157,8 +186,9 @@ class FileStateStorage:
             raise _unpaired(state)
         data = self.encode(state)
         try:
-            makedirs(self.fs, self.base_dir)
+            self._begin()
             self._commit(main, data)
+            self._done()
         except OSError as exc:
             self._discard(main + ".tmp")
             raise _save_failed(state.session_id, "save", exc) from exc
@@ -275,8 +305,9 @@ class FileStateStorage:
         main = self.path(session_id)
         content = self._marker_content(main, session_id)
         try:
-            makedirs(self.fs, self.base_dir)
+            self._begin()
             self._write_marker(main + ".ended", content)
+            self._done()
         except OSError as exc:
             raise _save_failed(session_id, "mark_not_resumable", exc) from exc
 
@@ -290,26 +321,47 @@ class FileStateStorage:
                     return _SCOPED_PREFIX + hashlib.sha256(data).hexdigest().encode()
             except StateError:
                 continue  # not what load would return: try bak
-        return b"1"  # nothing loadable to name: condemn whatever appears (errs safe)
+        # Nothing loadable: name the empty file, which never decodes, so the marker
+        # condemns nothing (a "1" here would condemn the next save if a crash kept it).
+        return _SCOPED_PREFIX + hashlib.sha256(b"").hexdigest().encode()
 
     def _write_marker(self, ended: str, content: bytes) -> None:
-        write_bytes(self.fs, ended, content)
-        if self._full:
-            self.fs.fsync(ended)
+        """The scoped marker is written whole or not at all (tmp, fsync, rename): an empty
+        or torn marker applies to any snapshot, so one left behind by a failed or
+        interrupted mark would condemn the next save too (E2). The legacy marker is
+        written in place, as the seed does."""
+        if self.ended_marker == "legacy":
+            write_bytes(self.fs, ended, content)
+            if self._full:
+                self.fs.fsync(ended)
+            self._sync_dir()
+            return
+        tmp = ended + ".tmp"
+        try:
+            write_bytes(self.fs, tmp, content)
+            if self._full:
+                self.fs.fsync(tmp)
+            self.fs.rename(tmp, ended)
+        except OSError:
+            self._discard(tmp)
+            raise
         self._sync_dir()
 
     # --- delete / exists / load_or_create --------------------------------------
     def delete(self, session_id: str) -> None:
         main = self.path(session_id)
         try:
-            self._delete_files(main)
+            if self.fs.exists(self.base_dir):
+                self._begin(create=False)
+                self._delete_files(main)
+                self._done()
         except OSError as exc:
             raise _save_failed(session_id, "delete", exc) from exc
 
     def _delete_files(self, main: str) -> None:
         # bak before main, so a crash never brings back an older snapshot (D1);
         # the marker last, so a condemned main never loads as resumable (E1).
-        for group in ((main + ".bak",), (main, main + ".tmp"), (main + ".ended",)):
+        for group in ((main + ".bak",), (main, main + ".tmp"), (main + ".ended", main + ".ended.tmp")):
             removed = False
             for path in group:
                 if self.fs.exists(path):

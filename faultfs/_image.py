@@ -142,6 +142,8 @@ class Image:
         path = op.path
         if kind is OpKind.WRITE:
             inode = self._file_inode(path)
+            if not op.data:
+                return  # pwrite of nothing changes nothing, not even the size
             old = self.data[inode]
             end = op.offset + len(op.data)
             if op.offset > len(old):
@@ -161,12 +163,16 @@ class Image:
             dst = op.dst or ""
             if path in self.dirs:
                 raise os_error(errno.EISDIR, path)  # directory renames are out of the model
+            # Linux order: both parents are looked up, then the source, then the target.
+            self._parent_ok(path)
+            self._parent_ok(dst)
             inode = self.names.get(path)
             if inode is None:
-                raise os_error(self.absent(path), path)
+                raise os_error(errno.ENOENT, path)
             if dst in self.dirs:
-                raise os_error(errno.EISDIR, dst)
-            self._parent_ok(dst)
+                # a target that is an ancestor of the source is ENOTEMPTY on Linux
+                trap = path.startswith(dst.rstrip("/") + "/")
+                raise os_error(errno.ENOTEMPTY if trap else errno.EISDIR, dst)
             if dst != path:
                 old = self.names.pop(dst, None)
                 if old is not None and old != inode:

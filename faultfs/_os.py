@@ -46,9 +46,9 @@ class OsFileSystem:
         os.truncate(path, size)
 
     def rename(self, src: str, dst: str) -> None:
-        if os.path.isdir(src) or os.path.isdir(dst):
-            raise os_error(errno.EISDIR, src if os.path.isdir(src) else dst)
-        os.replace(src, dst)
+        if os.path.isdir(src):
+            raise os_error(errno.EISDIR, src)  # directory renames are out of the model
+        os.replace(src, dst)  # EISDIR from the OS when dst is a directory
 
     def unlink(self, path: str) -> None:
         if os.path.isdir(path):
@@ -65,9 +65,9 @@ class OsFileSystem:
             os.close(fd)
 
     def fsync_dir(self, path: str) -> None:
-        if not os.path.isdir(path):
-            raise os_error(errno.ENOTDIR if os.path.exists(path) else errno.ENOENT, path)
-        fd = os.open(path, os.O_RDONLY)
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise os_error(errno.ENOTDIR, path)
+        fd = os.open(path, os.O_RDONLY)  # ENOENT/ENOTDIR from the OS for a missing path
         try:
             os.fsync(fd)
         except OSError as exc:

@@ -83,6 +83,8 @@ def _parent(path: str) -> str:
 
 def _write(content: bytes, offset: int, data: bytes) -> bytes:
     size = len(content)
+    if not data:
+        return content
     if offset == size:
         return content + data
     if offset > size:

@@ -73,15 +73,20 @@ class FileSystem(Protocol):
         """The file's size in bytes. Raises ENOENT if absent."""
 
 
-def makedirs(fs: FileSystem, path: str) -> None:
-    """``mkdir -p``: create ``path`` and any missing parents; existing ones are kept."""
+def makedirs(fs: FileSystem, path: str) -> list[str]:
+    """``mkdir -p``: create ``path`` and any missing parents; existing ones are kept.
+
+    Returns the directories created, outermost first (a caller that needs them
+    durable fsyncs each one's parent directory)."""
     missing: list[str] = []
     current = posixpath.normpath(path)
     while current not in ("/", "") and not fs.exists(current):
         missing.append(current)
         current = posixpath.dirname(current)
-    for directory in reversed(missing):
+    missing.reverse()
+    for directory in missing:
         fs.mkdir(directory)
+    return missing
 
 
 def write_bytes(fs: FileSystem, path: str, data: bytes) -> None:

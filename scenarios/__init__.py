@@ -8,6 +8,7 @@ checks the invariants of SPEC.md §8.
 from . import _catalogue, _mutants  # noqa: F401  (register scenarios and mutants)
 from ._checkers import INVARIANTS, Invariant, Observation, judge
 from ._explore import SECRETS, ExplorationResult, Violation, explore, record
+from ._faults import explore_faults, fault_plan, parse_fault
 from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
 from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
 
@@ -29,9 +30,12 @@ __all__ = [
     "Violation",
     "Workload",
     "explore",
+    "explore_faults",
+    "fault_plan",
     "get_target",
     "judge",
     "mutant",
+    "parse_fault",
     "record",
     "scenario",
 ]

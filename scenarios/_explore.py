@@ -16,6 +16,7 @@ from ..core import ErrorCode, encode_bytes
 from ..faultfs import (
     PROCESS_CRASH,
     CrashState,
+    Fault,
     MemoryFileSystem,
     Op,
     OpKind,
@@ -39,7 +40,7 @@ from ._checkers import (
 from ._targets import TARGETS, Target
 from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
-__all__ = ["SECRETS", "ExplorationResult", "Violation", "explore", "record"]
+__all__ = ["SECRETS", "Checker", "ExplorationResult", "Recording", "Violation", "explore", "record"]
 
 SECRETS: tuple[str, ...] = ("sk-crashpoint-test-SECRET-0001",)
 """Secret values a runtime holds (an API key); no file may ever contain one (S2)."""
@@ -109,6 +110,7 @@ class ExplorationResult:
         violations: every counterexample, minimal first (smallest crash point).
         seconds: wall time of the whole exploration.
         check_seconds: time spent rebooting, loading and judging crash states.
+        faults: faulted re-runs explored (0: crashes only).
     """
 
     scenario: str
@@ -123,6 +125,7 @@ class ExplorationResult:
     violations: list[Violation] = field(default_factory=list)
     seconds: float = 0.0
     check_seconds: float = 0.0
+    faults: int = 0
 
     @property
     def ok(self) -> bool:
@@ -157,12 +160,13 @@ class Recording:
         return [m.label for m in self.marks if m.index <= k]
 
 
-def record(workload: Workload, target: Target) -> Recording:
-    """Run ``workload`` once on a recording memory filesystem; the crash-free run."""
+def record(workload: Workload, target: Target, *, fault: Fault | None = None) -> Recording:
+    """Run ``workload`` once on a recording memory filesystem: the crash-free run, or
+    the run with ``fault`` armed."""
     fs = MemoryFileSystem(dirs=_ROOT_DIRS)
     expects = dict(workload.setup(fs, BASE_DIR)) if workload.setup else {}
     initial = fs.crash_state()
-    rec = RecordingFileSystem(MemoryFileSystem(initial))
+    rec = RecordingFileSystem(MemoryFileSystem(initial), fault=fault)
     session = Session(target(rec, BASE_DIR), rec, BASE_DIR)
     workload.run(session)
     sessions = list(expects)
@@ -206,6 +210,13 @@ def _render_state(
     return files
 
 
+def _wanted(checker: Iterable[Invariant | str] | None, *, faults: bool) -> set[Invariant]:
+    chosen = {Invariant(i) for i in (checker if checker is not None else INVARIANTS)}
+    if not faults:
+        chosen.discard(Invariant.F1)  # F1 needs injected faults (explore_faults)
+    return chosen
+
+
 def explore(
     workload: Workload,
     *,
@@ -225,7 +236,7 @@ def explore(
         workload: the workload (see ``SCENARIOS``).
         model: the persistence model (default process-crash).
         target: the storage (default ``reference``).
-        checker: the invariants to check (default: all).
+        checker: the invariants to check (default: all but F1, which needs faults).
         crash_point: only this crash point ``k`` (replaying a counterexample).
         shard: ``(K, N)``, 1 ≤ K ≤ N: only crash states whose identity falls in
             slice K of N; the N shards together cover every state exactly once.
@@ -235,11 +246,7 @@ def explore(
     """
     started = time.perf_counter()
     target = target or TARGETS["reference"]
-    wanted = {
-        Invariant(i)
-        for i in (checker if checker is not None else INVARIANTS)
-        if Invariant(i) is not Invariant.F1  # F1 needs injected faults: see explore_faults
-    }
+    wanted = _wanted(checker, faults=False)
     recording = record(workload, target)
     result = ExplorationResult(
         workload.name,
@@ -248,122 +255,171 @@ def explore(
         operations=len(recording.ops),
         invariants=tuple(i.value for i in INVARIANTS if i in wanted),
     )
-    known = _known_blobs(recording)
-    ops = recording.ops
-    sessions = recording.sessions
-    violations: list[Violation] = []
+    checker_run = Checker(workload, model, target, wanted)
+    checker_run.check(recording, result, crash_point=crash_point, shard=shard)
+    checker_run.finish(result)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class Checker:
+    """Judges recordings of one workload against one target under one model.
+
+    Keeps the per-crash-state cache (reboot + load happen once per distinct state,
+    across every recording it checks: the faulted re-runs of a workload share most
+    of their crash states).
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        model: PersistenceModel,
+        target: Target,
+        wanted: set[Invariant],
+        *,
+        replay_flags: str = "",
+    ) -> None:
+        self.workload = workload
+        self.model = model
+        self.target = target
+        self.wanted = wanted
+        self.replay_flags = replay_flags
+        self.observed: dict[CrashState, tuple[dict[str, Observation], dict[str, bool]]] = {}
+        self.probed: dict[CrashState, object] = {}
+        self.check_seconds = 0.0
 
     def violation(
-        inv: Invariant, k: int, state: CrashState, sid: str, expected: str, got: str
+        self,
+        recording: Recording,
+        inv: Invariant,
+        k: int,
+        state: CrashState,
+        sid: str,
+        expected: str,
+        got: str,
+        *,
+        extra: str = "",
     ) -> Violation:
+        ops = recording.ops
         replay = (
-            f"crashpoint explore --scenario {workload.name} --target {target.name} "
-            f"--model {model.name} --crash-point {k}"
+            f"crashpoint explore --scenario {self.workload.name} --target {self.target.name} "
+            f"--model {self.model.name}{extra} --crash-point {k}"
         )
+        storage = self.target(MemoryFileSystem(state), BASE_DIR)
         return Violation(
             inv.value,
-            workload.name,
-            model.name,
-            target.name,
+            self.workload.name,
+            self.model.name,
+            self.target.name,
             k,
             ops[k].render() if k < len(ops) else "(end of run)",
             ops[k - 1].render() if k > 0 else "(nothing)",
             sid,
-            _render_state(state, sid, reboot_storage(state)[1], known),
+            _render_state(state, sid, storage, _known_blobs(recording)),
             state.digest(),
             expected,
             got,
             replay,
         )
 
-    def reboot_storage(state: CrashState) -> tuple[MemoryFileSystem, object]:
-        fs = MemoryFileSystem(state)
-        return fs, target(fs, BASE_DIR)
+    def check(
+        self,
+        recording: Recording,
+        result: ExplorationResult,
+        *,
+        crash_point: int | None = None,
+        shard: tuple[int, int] | None = None,
+        from_point: int = 0,
+        extra: str = "",
+        end_invariant: Invariant | None = None,
+    ) -> None:
+        """Judge every crash point ``k >= from_point`` of ``recording`` into ``result``.
 
-    # S1 and S2 judge the trace itself: an escaping or leaking write is a finding
-    # whether or not a crash follows it.
-    if Invariant.S1 in wanted:
-        for op in confinement_violations(ops, BASE_DIR):
-            k = op.index + 1
-            if crash_point is None or crash_point == k:
-                st = _state_after(recording, k)
-                violations.append(
-                    violation(Invariant.S1, k, st, sessions[0] if sessions else "", 
-                              f"no operation outside {BASE_DIR}", op.render())
-                )
-    if Invariant.S2 in wanted:
-        for op, secret in secret_violations(ops, SECRETS):
-            k = op.index + 1
-            if crash_point is None or crash_point == k:
-                st = _state_after(recording, k)
-                violations.append(
-                    violation(Invariant.S2, k, st, sessions[0] if sessions else "",
-                              "no secret in any file", f"{op.render()} wrote {secret[:6]}…")
-                )
+        ``end_invariant``: the invariant a finding at the end of the run (no crash)
+        is reported under (F1 for a faulted run), instead of R1/D1.
+        """
+        wanted = self.wanted
+        ops = recording.ops
+        sessions = recording.sessions
+        first = sessions[0] if sessions else ""
+        out = result.violations
 
-    observed: dict[CrashState, tuple[dict[str, Observation], dict[str, bool]]] = {}
-    probed: dict[CrashState, object] = {}
-    seen_raw = 0
-    check_time = 0.0
-    for point in crash_points(model, recording.initial, ops):
-        if crash_point is not None and point.index != crash_point:
-            continue
-        states = point.states
-        if shard is not None:
-            states = tuple(s for s in states if _in_shard(s, shard))
-            if not states:
+        def emit(inv: Invariant, k: int, st: CrashState, sid: str, exp: str, got: str) -> None:
+            out.append(self.violation(recording, inv, k, st, sid, exp, got, extra=extra))
+
+        # S1 and S2 judge the trace itself: an escaping or leaking write is a
+        # finding whether or not a crash follows it.
+        if Invariant.S1 in wanted:
+            for op in confinement_violations(ops, BASE_DIR):
+                k = op.index + 1
+                if k >= from_point and crash_point in (None, k):
+                    emit(Invariant.S1, k, _state_after(recording, k), first,
+                         f"no operation outside {BASE_DIR}", op.render())
+        if Invariant.S2 in wanted:
+            for op, secret in secret_violations(ops, SECRETS):
+                k = op.index + 1
+                if k >= from_point and crash_point in (None, k):
+                    emit(Invariant.S2, k, _state_after(recording, k), first,
+                         "no secret in any file", f"{op.render()} wrote {secret[:6]}…")
+
+        workload = self.workload
+        for point in crash_points(self.model, recording.initial, ops):
+            k = point.index
+            if k < from_point or crash_point not in (None, k):
                 continue
-        result.crash_points += 1
-        result.cut += point.cut
-        t0 = time.perf_counter()
-        exps: dict[str, Expectation] = {
-            sid: expectation(recording.calls, recording.expects.get(sid), sid, point.index)
-            for sid in sessions
-        }
-        for state in states:
-            seen_raw += 1
-            cached = observed.get(state)
-            if cached is None:
-                cached = _probe(state, sessions, target, wanted)
-                observed[state] = cached
-            obs_by_sid, c1_by_sid = cached
-            for sid in sessions:
-                obs = obs_by_sid[sid]
-                v1 = Invariant.V1 in wanted and v1_required(state, BASE_DIR, sid)
-                verdict = judge(obs, exps[sid], v1=v1)
-                if verdict is not None and verdict[0] in wanted:
-                    violations.append(
-                        violation(verdict[0], point.index, state, sid, verdict[1], obs.describe())
-                    )
-                if c1_by_sid.get(sid):
-                    violations.append(
-                        violation(
-                            Invariant.C1,
-                            point.index,
-                            state,
-                            sid,
-                            f"load_or_create raises {obs.code} and writes nothing",
-                            "load_or_create wrote to the disk",
-                        )
-                    )
-            if workload.probe is not None and workload.check is not None:
-                if state not in probed:
-                    probed[state] = workload.probe(state, target.factory)
-                marks = recording.marks_before(point.index)
-                for f in workload.check(probed[state], point.index, marks):
-                    inv = Invariant(f.invariant)
-                    if inv in wanted:
-                        violations.append(
-                            violation(inv, point.index, state, f.session_id, f.expected, f.got)
-                        )
-        check_time += time.perf_counter() - t0
-    result.raw_states = seen_raw
-    result.distinct_states = len(observed)
-    violations.sort(key=lambda v: (v.crash_point, v.invariant, v.session_id))
-    result.violations = violations
-    result.check_seconds = check_time
-    result.seconds = time.perf_counter() - started
-    return result
+            states = point.states
+            if shard is not None:
+                states = tuple(s for s in states if _in_shard(s, shard))
+                if not states:
+                    continue
+            result.crash_points += 1
+            result.cut += point.cut
+            t0 = time.perf_counter()
+            exps: dict[str, Expectation] = {
+                sid: expectation(recording.calls, recording.expects.get(sid), sid, k)
+                for sid in sessions
+            }
+            at_end = k == len(ops)
+            for state in states:
+                result.raw_states += 1
+                cached = self.observed.get(state)
+                if cached is None:
+                    cached = _probe(state, sessions, self.target, wanted)
+                    self.observed[state] = cached
+                obs_by_sid, c1_by_sid = cached
+                for sid in sessions:
+                    obs = obs_by_sid[sid]
+                    v1 = Invariant.V1 in wanted and v1_required(state, BASE_DIR, sid)
+                    verdict = judge(obs, exps[sid], v1=v1)
+                    if verdict is not None:
+                        inv = verdict[0]
+                        if (
+                            end_invariant is not None
+                            and at_end
+                            and inv in (Invariant.R1, Invariant.D1)
+                        ):
+                            inv = end_invariant
+                        if inv in wanted:
+                            emit(inv, k, state, sid, verdict[1], obs.describe())
+                    if c1_by_sid.get(sid):
+                        emit(Invariant.C1, k, state, sid,
+                             f"load_or_create raises {obs.code} and writes nothing",
+                             "load_or_create wrote to the disk")
+                if workload.probe is not None and workload.check is not None:
+                    if state not in self.probed:
+                        self.probed[state] = workload.probe(state, self.target.factory)
+                    marks = recording.marks_before(k)
+                    for f in workload.check(self.probed[state], k, marks):
+                        inv = Invariant(f.invariant)
+                        if inv in wanted:
+                            emit(inv, k, state, f.session_id, f.expected, f.got)
+            self.check_seconds += time.perf_counter() - t0
+
+    def finish(self, result: ExplorationResult) -> None:
+        """Sort the violations minimal first and fill in the distinct-state count."""
+        result.distinct_states = len(self.observed)
+        result.violations.sort(key=lambda v: (v.crash_point, v.invariant, v.session_id))
+        result.check_seconds = self.check_seconds
 
 
 def _probe(

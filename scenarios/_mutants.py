@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import AgentState, ErrorCode, FileStateStorage, StateError, encode
-from ..faultfs import FileSystem, makedirs, write_bytes
+from ..faultfs import FileSystem, write_bytes
 from ._targets import mutant
 
 __all__: list[str] = []
@@ -122,7 +122,7 @@ class UnpairedHistorySaved(_Mutant):
     def save(self, state: AgentState) -> None:
         main = self.path(state.session_id)
         data = self.encode(state)
-        makedirs(self.fs, self.base_dir)
+        self._ensure_base()
         self._commit(main, data)
 
 

@@ -99,7 +99,9 @@ class Call:
         session_id: the session it named.
         begin: operations issued before it began.
         end: operations issued when it returned or raised; None if a crash stopped it.
-        error: the StateError code it raised, or None.
+        error: the StateError code it raised (``exception:<Type>`` for any other
+            exception), or None.
+        retryability: the raised StateError's retryability.
         saved: for a save (or a creating load_or_create): what it writes, as it loads.
         result: for a load: what it returned.
     """
@@ -112,6 +114,7 @@ class Call:
     error: str | None = None
     saved: Expect | None = None
     result: AgentState | None = None
+    retryability: str | None = None
 
     @property
     def label(self) -> str:
@@ -154,7 +157,17 @@ class Session:
         except StateError as exc:
             call.end = self.fs.op_count
             call.error = str(exc.code)
+            call.retryability = str(exc.retryability)
             self.fs.mark(f"fail:{call.label}:{exc.code}")
+            if reraise:
+                raise
+            return None
+        except Exception as exc:  # not a StateError: a finding (F1), not a harness error
+            if self.fs.crashed is not None:
+                raise self.fs.crashed from None
+            call.end = self.fs.op_count
+            call.error = f"exception:{type(exc).__name__}"
+            self.fs.mark(f"fail:{call.label}:{call.error}")
             if reraise:
                 raise
             return None

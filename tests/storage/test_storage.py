@@ -271,6 +271,7 @@ def test_sync_full_fsyncs_tmp_before_rename_and_the_directory_after() -> None:
     kinds = [(op.kind.value, op.path.rsplit("/", 1)[-1]) for op in rec.trace.ops]
     assert kinds == [
         ("mkdir", "sessions"),
+        ("fsync_dir", "data"),  # the new directory's entry in its parent
         ("create", "s1.json.tmp"),
         ("write", "s1.json.tmp"),
         ("fsync", "s1.json.tmp"),

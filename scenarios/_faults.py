@@ -1,0 +1,133 @@
+"""Fault injection: re-run a workload with a fault armed at each operation (FAULT-MODEL.md §2).
+
+For every operation ``k`` of the crash-free run and every fault that operation can
+suffer, the workload runs again with that fault armed. Checker F1 (SPEC.md §8):
+the call that hit the fault raises ``state_save_failed`` with retryability
+``conditional``, and afterwards (no crash) load still gives the last acknowledged
+state (or the failed call's own state, if the failure came after its commit
+point). Every crash point after the fault is then explored too, so a crash right
+after the failure must still satisfy R1 and the rest.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections.abc import Iterable, Sequence
+
+from ..faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
+from ._checkers import INVARIANTS, Invariant
+from ._explore import Checker, ExplorationResult, _state_after, _wanted, record
+from ._targets import TARGETS, Target
+from ._workload import Workload
+
+__all__ = ["FAULTS_BY_OP", "explore_faults", "fault_plan", "parse_fault"]
+
+_E = FaultKind.ERROR
+FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
+    OpKind.MKDIR: ((errno.ENOSPC, _E), (errno.EACCES, _E), (errno.EROFS, _E)),
+    OpKind.CREATE: ((errno.ENOSPC, _E), (errno.EDQUOT, _E), (errno.EACCES, _E),
+                    (errno.EROFS, _E), (errno.EIO, _E)),
+    OpKind.WRITE: ((errno.ENOSPC, _E), (errno.EDQUOT, _E), (errno.EIO, _E),
+                   (errno.ENOSPC, FaultKind.SHORT_WRITE)),
+    OpKind.TRUNCATE: ((errno.EIO, _E),),
+    OpKind.RENAME: ((errno.EXDEV, _E), (errno.EIO, _E), (errno.EACCES, _E),
+                    (errno.EROFS, _E), (errno.ENOSPC, _E)),
+    OpKind.UNLINK: ((errno.EACCES, _E), (errno.EIO, _E), (errno.EROFS, _E),
+                    (errno.ENOENT, _E)),
+    OpKind.FSYNC: ((errno.EIO, _E), (errno.EIO, FaultKind.FSYNC_LOST)),
+    OpKind.FSYNC_DIR: ((errno.EIO, _E),),
+}
+"""The faults each kind of operation can suffer (FAULT-MODEL.md §2)."""
+
+
+def fault_plan(ops: Sequence[Op]) -> list[Fault]:
+    """Every fault to arm, operation by operation, for a crash-free trace."""
+    return [
+        Fault(op.index, code, kind)
+        for op in ops
+        for code, kind in FAULTS_BY_OP.get(op.kind, ())
+    ]
+
+
+def fault_spec(fault: Fault) -> str:
+    """``AT:NAME``, as ``--fault`` takes it: ``3:ENOSPC``, ``5:short-write``, ``7:fsync-lost``."""
+    if fault.kind is FaultKind.ERROR:
+        return f"{fault.at}:{errno.errorcode[fault.errno]}"
+    return f"{fault.at}:{fault.kind.value}"
+
+
+def parse_fault(text: str) -> Fault:
+    """Parse ``AT:NAME`` (see :func:`fault_spec`). Raises ValueError on bad input."""
+    at_text, sep, name = text.partition(":")
+    if not sep or not at_text.isdigit():
+        raise ValueError(f"a fault looks like AT:ERRNO (e.g. 3:ENOSPC), not {text!r}")
+    at = int(at_text)
+    if name == FaultKind.SHORT_WRITE.value:
+        return Fault(at, errno.ENOSPC, FaultKind.SHORT_WRITE)
+    if name == FaultKind.FSYNC_LOST.value:
+        return Fault(at, errno.EIO, FaultKind.FSYNC_LOST)
+    code = getattr(errno, name, None)
+    if not isinstance(code, int):
+        raise ValueError(f"unknown errno name {name!r} in fault {text!r}")
+    return Fault(at, code)
+
+
+def explore_faults(
+    workload: Workload,
+    *,
+    model: PersistenceModel = PROCESS_CRASH,
+    target: Target | None = None,
+    checker: Iterable[Invariant | str] | None = None,
+    faults: Sequence[Fault] | None = None,
+    shard: tuple[int, int] | None = None,
+) -> ExplorationResult:
+    """Run ``workload`` once per fault of :func:`fault_plan` (or ``faults``) and check
+    F1 plus every invariant at each crash point from the fault on.
+
+    Returns an :class:`ExplorationResult` whose ``faults`` counts the faulted runs.
+    """
+    started = time.perf_counter()
+    target = target or TARGETS["reference"]
+    wanted = _wanted(checker, faults=True)
+    base = record(workload, target)
+    plan = list(faults) if faults is not None else fault_plan(base.ops)
+    result = ExplorationResult(
+        workload.name,
+        model.name,
+        target.name,
+        operations=len(base.ops),
+        invariants=tuple(i.value for i in INVARIANTS if i in wanted),
+        faults=len(plan),
+    )
+    chk = Checker(workload, model, target, wanted)
+    for fault in plan:
+        rec = record(workload, target, fault=fault)
+        extra = f" --fault {fault_spec(fault)}"
+        hit = next(
+            (c for c in rec.calls if c.begin <= fault.at and (c.end is None or fault.at < c.end)),
+            None,
+        )
+        if hit is not None and Invariant.F1 in wanted and (
+            hit.error != "state_save_failed" or hit.retryability != "conditional"
+        ):
+            got = (
+                f"{hit.label} returned normally"
+                if hit.error is None
+                else f"{hit.label} raised {hit.error}"
+                + (f" ({hit.retryability})" if hit.retryability else "")
+            )
+            k = fault.at + 1
+            result.violations.append(
+                chk.violation(
+                    rec, Invariant.F1, k, _state_after(rec, k), hit.session_id,
+                    f"{hit.kind.value} raises state_save_failed (conditional) after "
+                    f"{fault.render()}",
+                    got, extra=extra,
+                )
+            )
+        chk.check(rec, result, from_point=fault.at + 1, shard=shard, extra=extra,
+                  end_invariant=Invariant.F1)
+    chk.finish(result)
+    result.seconds = time.perf_counter() - started
+    return result
