@@ -59,9 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--scenario", action="append", metavar="NAME",
                     help="a workload of the catalogue (repeatable; default: all)")
-    ex.add_argument("--model", default="process-crash", metavar="MODEL",
-                    help="persistence model: process-crash (default), power-loss, "
-                    "power-loss-reorder, or all")
+    ex.add_argument("--model", default=None, metavar="MODEL",
+                    help="persistence model: process-crash (default; all with --zoo), "
+                    "power-loss, power-loss-reorder, or all")
     ex.add_argument("--target", default="reference", metavar="TARGET",
                     help="reference (default), seed, or mutant:NAME")
     ex.add_argument("--out", default="crashpoint-report", metavar="DIR",
@@ -72,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="only crash point K (replay a counterexample)")
     ex.add_argument("--shard", type=_shard, metavar="K/N",
                     help="only slice K of N of the crash-state space (CI matrices)")
+    ex.add_argument("--faults", action="store_true",
+                    help="also re-run each workload with a fault armed at every operation "
+                    "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, short write, lost fsync)")
+    ex.add_argument("--fault", metavar="AT:ERRNO",
+                    help="only this one fault, e.g. 3:ENOSPC or 5:short-write (replay)")
+    ex.add_argument("--zoo", action="store_true",
+                    help="run every mutant under every model and faults; print the kill matrix; "
+                    "exit 1 if a mutant survives or the reference shows a violation")
     return parser
 
 
@@ -102,6 +110,8 @@ def _resolve(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from .faultfs import MODELS
     from .scenarios import SCENARIOS, get_target
 
+    if args.model is None:
+        args.model = "all" if args.zoo else "process-crash"
     names = args.scenario or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -155,15 +165,34 @@ def _explore(args: argparse.Namespace, console: Console) -> int:
     if args.list:
         return _list(console)
     workloads, models, target = _resolve(args)
-    out = _prepare_out(args.out)
-    from .reports import build_report, print_summary, write_json, write_markdown
-    from .scenarios import explore
+    fault = None
+    if args.fault is not None:
+        from .scenarios import parse_fault
 
-    results = [
-        explore(w, model=m, target=target, crash_point=args.crash_point, shard=args.shard)
-        for m in models
-        for w in workloads
-    ]
+        try:
+            fault = parse_fault(args.fault)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    out = _prepare_out(args.out)
+    if args.zoo:
+        return _zoo(args, workloads, models, out, console)
+    from .reports import build_report, print_summary, write_json, write_markdown
+    from .scenarios import explore, explore_faults
+
+    results = []
+    for m in models:
+        for w in workloads:
+            if fault is None:
+                results.append(
+                    explore(w, model=m, target=target, crash_point=args.crash_point,
+                            shard=args.shard)
+                )
+            if args.faults or fault is not None:
+                r = explore_faults(w, model=m, target=target, shard=args.shard,
+                                   faults=None if fault is None else [fault])
+                if args.crash_point is not None:
+                    r.violations = [v for v in r.violations if v.crash_point == args.crash_point]
+                results.append(r)
     report = build_report(results, model=args.model, target=target.name)
     write_json(report, os.path.join(out, "report.json"))
     write_markdown(report, os.path.join(out, "report.md"))
@@ -174,3 +203,21 @@ def _explore(args: argparse.Namespace, console: Console) -> int:
             for v in r.violations:
                 console.print(v.render(), markup=False)
     return EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
+
+
+def _zoo(args, workloads, models, out, console: Console) -> int:  # type: ignore[no-untyped-def]
+    from .reports import build_report, print_zoo, write_json, write_markdown, zoo_dict
+    from .scenarios import kill_matrix
+
+    rows, reference = kill_matrix(
+        models=models,
+        workloads=workloads,
+        progress=lambda name: console.print(f"exploring {name} …", style="dim"),
+    )
+    zoo = zoo_dict(rows, [m.name for m in models])
+    report = build_report(reference, model=args.model, target="reference", extra={"zoo": zoo})
+    write_json(report, os.path.join(out, "report.json"))
+    write_markdown(report, os.path.join(out, "report.md"))
+    print_zoo(zoo, console)
+    console.print(f"reports: {os.path.join(out, 'report.json')}, {os.path.join(out, 'report.md')}")
+    return EXIT_OK if zoo["ok"] else EXIT_VIOLATION

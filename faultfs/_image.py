@@ -152,13 +152,13 @@ class Image:
         elif kind is OpKind.CREATE:
             if path in self.dirs:
                 raise os_error(errno.EISDIR, path)
-            inode = self.names.get(path)
-            if inode is None:
+            found = self.names.get(path)
+            if found is None:
                 self._parent_ok(path)
-                inode = self.next_inode
+                found = self.next_inode
                 self.next_inode += 1
-                self.names[path] = inode
-            self.data[inode] = b""
+                self.names[path] = found
+            self.data[found] = b""
         elif kind is OpKind.RENAME:
             dst = op.dst or ""
             if path in self.dirs:
@@ -166,19 +166,19 @@ class Image:
             # Linux order: both parents are looked up, then the source, then the target.
             self._parent_ok(path)
             self._parent_ok(dst)
-            inode = self.names.get(path)
-            if inode is None:
+            moved = self.names.get(path)
+            if moved is None:
                 raise os_error(errno.ENOENT, path)
             if dst in self.dirs:
                 # a target that is an ancestor of the source is ENOTEMPTY on Linux
                 trap = path.startswith(dst.rstrip("/") + "/")
                 raise os_error(errno.ENOTEMPTY if trap else errno.EISDIR, dst)
             if dst != path:
-                old = self.names.pop(dst, None)
-                if old is not None and old != inode:
-                    del self.data[old]
+                replaced = self.names.pop(dst, None)
+                if replaced is not None and replaced != moved:
+                    del self.data[replaced]
                 del self.names[path]
-                self.names[dst] = inode
+                self.names[dst] = moved
         elif kind is OpKind.UNLINK:
             inode = self._file_inode(path)
             del self.names[path]

@@ -38,9 +38,12 @@ unlink) is durable only once its parent directory has been fsynced after it
 does not make its directory entry durable, as in ALICE. Until then it may be
 lost while later operations persist, as long as every kept operation on a name
 keeps the operation that created that name (and the ``mkdir`` of its parent):
-dropping one drops its dependants. Explored as ALICE does: one pending operation
-omitted at a time, and up to ``max_omit`` at a time when at most
-:data:`FEW_PENDING` are pending (exhaustive when ``max_omit`` covers them all).
+dropping one drops its dependants. Explored as ALICE does: with at most
+:data:`FEW_PENDING` operations pending, every set of up to ``max_omit`` of them
+is omitted from every allowed metadata prefix (exhaustive when ``max_omit``
+covers them all); with more, one at a time from the whole metadata prefix of
+the crash point (ALICE's pairs of crash point and omitted operation), which keeps
+the cost linear in the pending operations.
 
 Enumeration: each metadata choice (prefix length, omitted operations) fixes the
 names; each reachable inode with pending data has a few contents. Their product
@@ -67,8 +70,9 @@ from ._trace import Op, OpKind
 __all__ = ["FEW_PENDING", "durable_state", "power_crash_points"]
 
 FEW_PENDING = 8
-"""With at most this many pending directory operations, ``power-loss-reorder`` also
-omits them two (up to ``max_omit``) at a time; with more, one at a time."""
+"""With at most this many pending directory operations, ``power-loss-reorder`` omits
+every set of up to ``max_omit`` of them from every allowed metadata prefix; with
+more, one at a time from the crash point's whole metadata prefix."""
 
 # Kinds of metadata records. Directory operations are the first four.
 _MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC = range(5)
@@ -141,7 +145,9 @@ class _Options:
         size = len(whole)
         padded = bare if len(bare) == size else _resize(bare, size)
         starts = [
-            b for b in range(0, size, block_size) if whole[b : b + block_size] != padded[b : b + block_size]
+            b
+            for b in range(0, size, block_size)
+            if whole[b : b + block_size] != padded[b : b + block_size]
         ]
         fixed = [whole, bare]
         if padded != bare and padded != whole:
@@ -214,7 +220,9 @@ class _Inode:
         """Options with every pending truncation kept; None if the content is settled."""
         if self.stale:
             self.stale = False
-            self.opts = None if self.whole == self.bare else _Options(self.whole, self.bare, block_size)
+            self.opts = (
+                None if self.whole == self.bare else _Options(self.whole, self.bare, block_size)
+            )
         return self.opts
 
     def replay(self, kept: frozenset[int]) -> tuple[bytes, bytes]:
@@ -227,6 +235,28 @@ class _Inode:
                 whole = _resize(whole, arg)
                 bare = _resize(bare, arg)
         return whole, bare
+
+
+class _Omission:
+    """The names when pending directory operation ``position`` (and everything that
+    depends on it) is lost and every later metadata operation persists; kept up to
+    date operation by operation."""
+
+    __slots__ = ("dirs", "dropped", "end", "names")
+
+    def __init__(self, position: int, names: _Names, dirs: set[str]) -> None:
+        self.names = dict(names)
+        self.dirs = set(dirs)
+        self.dropped = {position}
+        self.end = position  # one past the last kept position
+
+    def add(self, position: int, rec: _Meta) -> None:
+        deps = rec.deps
+        if deps and any(d in self.dropped for d in deps):
+            self.dropped.add(position)
+        else:
+            rec.replay(self.names, self.dirs)
+            self.end = position + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,12 +294,12 @@ class _Frame:
     def state(self, combo: tuple[int, ...] | None) -> CrashState:
         """The crash state with option ``combo[i]`` for slot ``i`` (None: all whole)."""
         if combo is None:
-            return CrashState(tuple(zip(self.paths, self.contents)), self.dirs)
+            return CrashState(tuple(zip(self.paths, self.contents, strict=True)), self.dirs)
         contents = list(self.contents)
-        for (i, opts), c in zip(self.slots, combo):
+        for (i, opts), c in zip(self.slots, combo, strict=True):
             if c:
                 contents[i] = opts[c]
-        return CrashState(tuple(zip(self.paths, contents)), self.dirs)
+        return CrashState(tuple(zip(self.paths, contents, strict=True)), self.dirs)
 
 
 def _combos(frames: list[_Frame]) -> Iterator[tuple[_Frame, tuple[int, ...] | None]]:
@@ -286,9 +316,9 @@ def _combos(frames: list[_Frame]) -> Iterator[tuple[_Frame, tuple[int, ...] | No
             for o in range(1, len(opts)):
                 if r == 1 and o == 1:
                     continue  # that is the all-lost combination
-                combo = [0] * r
-                combo[i] = o
-                yield f, tuple(combo)
+                single = [0] * r
+                single[i] = o
+                yield f, tuple(single)
     for f in frames:
         r = len(f.slots)
         if r < 2:
@@ -333,6 +363,7 @@ class _Explorer:
         self.base_dirs: set[str] = set(vol.dirs)
         self.creator: dict[str, int] = {}  # name -> position of the op that created it
         self.pending: dict[int, set[str]] = {}  # reorder: position -> parents not yet fsynced
+        self.omissions: dict[int, _Omission] = {}  # reorder: position -> all but it persisted
         self._choices: list[_Choice] | None = None
         self._result: tuple[tuple[CrashState, ...], int] | None = None
 
@@ -366,6 +397,7 @@ class _Explorer:
                     parents.discard(op.path)
                     if not parents:
                         del self.pending[position]
+                        del self.omissions[position]
             self._barrier()
         else:
             self._metadata(op)
@@ -405,14 +437,19 @@ class _Explorer:
         else:
             rec = _Meta(_UNLINK, path, vol.names.get(path, 0))
             names_used = (path,)
+        if self.reorder:
+            creator = self.creator
+            rec.deps = tuple(c for c in (creator.get(n) for n in names_used) if c is not None)
+            for omission in self.omissions.values():
+                omission.add(position, rec)
+            if rec.kind != _TRUNC:
+                self.omissions[position] = _Omission(position, vol.names, vol.dirs)
         self._apply(op)
         if rec.kind == _NEW:
             self.nodes[rec.inode] = _Inode(b"")
         elif rec.kind == _TRUNC:
             self.nodes[rec.inode].trunc(position, rec.size)
         if self.reorder:
-            creator = self.creator
-            rec.deps = tuple(c for c in (creator.get(n) for n in names_used) if c is not None)
             if rec.kind == _RENAME:
                 creator.pop(path, None)
                 creator[rec.dst] = position
@@ -457,28 +494,46 @@ class _Explorer:
             rec.replay(names, dirs)
             if rec.kind == _MKDIR:
                 dirs_t = _dirs_tuple(dirs)
-            prefixes.append(_Choice(tuple(sorted(names.items())), dirs_t, position + 1, frozenset()))
+            prefixes.append(
+                _Choice(tuple(sorted(names.items())), dirs_t, position + 1, frozenset())
+            )
         prefixes.reverse()  # most persisted first
         if not self.reorder or not self.pending or self.model.max_omit < 1:
             return prefixes
         out = list(prefixes)
-        seen = {(c.cut, ()) for c in prefixes}
+        seen: set[tuple[int, tuple[int, ...]]] = {(c.cut, ()) for c in prefixes}
         pending = list(self.pending)
-        widest = self.model.max_omit if len(pending) <= FEW_PENDING else 1
-        for size in range(1, widest + 1):
+        if len(pending) > FEW_PENDING:
+            # Many pending: one omitted at a time, against the whole metadata prefix.
+            for position in pending:
+                omission = self.omissions[position]
+                kept_out = sorted(d for d in omission.dropped if d < omission.end)
+                key = (omission.end, tuple(kept_out))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(
+                        _Choice(
+                            tuple(sorted(omission.names.items())),
+                            _dirs_tuple(omission.dirs),
+                            omission.end,
+                            frozenset(kept_out),
+                        )
+                    )
+            return out
+        for size in range(1, self.model.max_omit + 1):
             for omitted in itertools.combinations(pending, size):
                 dropped = self._closure(omitted, n)
                 ordered = sorted(dropped)
                 names = dict(self.base_names)
                 dirs = set(self.base_dirs)
-                dirs_t = None
+                omit_dirs: tuple[str, ...] | None = None
                 end = self.cp  # one past the last kept position
                 for position in range(self.cp, n):
                     if position not in dropped:
                         rec = meta[position]
                         rec.replay(names, dirs)
                         if rec.kind == _MKDIR:
-                            dirs_t = None
+                            omit_dirs = None
                         end = position + 1
                     if position < lo - 1 or position < omitted[-1]:
                         continue  # not a persisted prefix, or not all of `omitted` reached
@@ -486,10 +541,10 @@ class _Explorer:
                     if key in seen:
                         continue
                     seen.add(key)
-                    if dirs_t is None:
-                        dirs_t = _dirs_tuple(dirs)
+                    if omit_dirs is None:
+                        omit_dirs = _dirs_tuple(dirs)
                     out.append(
-                        _Choice(tuple(sorted(names.items())), dirs_t, end, frozenset(key[1]))
+                        _Choice(tuple(sorted(names.items())), omit_dirs, end, frozenset(key[1]))
                     )
         return out
 
@@ -566,7 +621,9 @@ class _Explorer:
         dirs = set(self.base_dirs)
         for position in range(self.cp, self.committed):
             self.meta[position].replay(names, dirs)
-        choice = _Choice(tuple(sorted(names.items())), _dirs_tuple(dirs), self.committed, frozenset())
+        choice = _Choice(
+            tuple(sorted(names.items())), _dirs_tuple(dirs), self.committed, frozenset()
+        )
         frame, _ = self.frame(choice, {})
         return frame.state((1,) * len(frame.slots))
 

@@ -24,7 +24,7 @@ import errno as _errno
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from ._image import os_error
 from ._protocol import FileSystem
@@ -156,20 +156,33 @@ class RecordingFileSystem:
         self._record(_with(op, index, None, keep_data=True))
         return result
 
-    def _inject(self, op: Op, fault: Fault) -> T:
+    def _inject(self, op: Op, fault: Fault) -> NoReturn:
         index = op_index = len(self.trace.ops)
         if fault.kind is FaultKind.SHORT_WRITE and op.kind is OpKind.WRITE:
             prefix = op.data[: len(op.data) // 2]
             if prefix:
-                self.inner.write(op.path, op.offset, prefix)
-            self._record(Op(index, OpKind.WRITE, op.path, offset=op.offset, data=prefix,
-                            errno=_errno.ENOSPC))
+                try:
+                    self.inner.write(op.path, op.offset, prefix)
+                except OSError as exc:  # nothing was stored: an ordinary failure
+                    self._record(_with(op, index, exc.errno, keep_data=False))
+                    raise
+            self._record(
+                Op(index, OpKind.WRITE, op.path, offset=op.offset, data=prefix, errno=_errno.ENOSPC)
+            )
             raise os_error(_errno.ENOSPC, op.path)
         code = fault.errno
         lost = fault.kind is FaultKind.FSYNC_LOST and op.kind is OpKind.FSYNC
         self._record(
-            Op(op_index, op.kind, op.path, dst=op.dst, size=op.size, offset=op.offset,
-               label="fsync-lost" if lost else "", errno=code)
+            Op(
+                op_index,
+                op.kind,
+                op.path,
+                dst=op.dst,
+                size=op.size,
+                offset=op.offset,
+                label="fsync-lost" if lost else "",
+                errno=code,
+            )
         )
         raise os_error(code, op.path)
 
@@ -199,8 +212,9 @@ class RecordingFileSystem:
         )
 
     def truncate(self, path: str, size: int) -> None:
-        self._mutate(Op(0, OpKind.TRUNCATE, path, size=size),
-                     lambda: self.inner.truncate(path, size))
+        self._mutate(
+            Op(0, OpKind.TRUNCATE, path, size=size), lambda: self.inner.truncate(path, size)
+        )
 
     def rename(self, src: str, dst: str) -> None:
         self._mutate(Op(0, OpKind.RENAME, src, dst=dst), lambda: self.inner.rename(src, dst))

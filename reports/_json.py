@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..scenarios import ExplorationResult, Invariant, Violation
+from ..scenarios import FAULT_COLUMN, ExplorationResult, Invariant, Violation, ZooRow
 
-__all__ = ["MAX_LISTED", "build_report", "violation_dict", "write_json"]
+__all__ = ["MAX_LISTED", "build_report", "violation_dict", "write_json", "zoo_dict"]
 
 MAX_LISTED = 25
 """Violations listed per scenario entry; ``violation_count`` keeps the exact number."""
@@ -72,6 +72,7 @@ def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
         "exhaustive": r.cut == 0,
         "invariants": list(r.invariants),
         "seconds": round(r.seconds, 4),
+        "faults": r.faults,
         "violation_count": len(r.violations),
         "killed_by": r.killed_by(),
         "violations": [violation_dict(v) for v in r.violations[:MAX_LISTED]],
@@ -124,5 +125,23 @@ def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
-def _iter(x: Iterable[Any]) -> list[Any]:  # pragma: no cover - typing helper
-    return list(x)
+def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
+    """The kill matrix as JSON: ``{"models": [columns], "rows": [{"target", "expected",
+    "killed": {column: [ids]}, "verdict", "violations"}], "ok"}``."""
+    columns = [*models, FAULT_COLUMN]
+    return {
+        "models": columns,
+        "rows": [
+            {
+                "target": row.target,
+                "expected": (
+                    f"{row.expected[0]} under {row.expected[1]}" if row.expected else "none"
+                ),
+                "killed": {c: row.killed.get(c, []) for c in columns},
+                "verdict": row.verdict,
+                "violations": row.violations,
+            }
+            for row in rows
+        ],
+        "ok": all(row.ok for row in rows),
+    }

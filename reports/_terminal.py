@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["print_summary"]
+__all__ = ["print_summary", "print_zoo"]
 
 
 def print_summary(report: Mapping[str, Any], console: Console) -> None:
@@ -59,3 +59,24 @@ def print_summary(report: Mapping[str, Any], console: Console) -> None:
 def _order(inv: str) -> int:
     order = ["R1", "V1", "P1", "E1", "E2", "D1", "C1", "F1", "S1", "S2"]
     return order.index(inv) if inv in order else len(order)
+
+
+def print_zoo(zoo: Mapping[str, Any], console: Console) -> None:
+    """Print the kill matrix: target × model → the invariants that killed it."""
+    table = Table(title="crashpoint mutant zoo: kill matrix")
+    table.add_column("target")
+    for column in zoo["models"]:
+        table.add_column(column)
+    table.add_column("expected")
+    table.add_column("verdict")
+    for row in zoo["rows"]:
+        verdict = row["verdict"]
+        style = "green" if verdict in ("clean", "killed") else "bold red"
+        cells = [", ".join(row["killed"][c]) or "-" for c in zoo["models"]]
+        table.add_row(row["target"], *cells, row["expected"], f"[{style}]{verdict}[/]")
+    console.print(table)
+    bad = [r["target"] for r in zoo["rows"] if r["verdict"] not in ("clean", "killed")]
+    if bad:
+        console.print(f"[bold red]not as expected:[/] {', '.join(bad)}", soft_wrap=True)
+    else:
+        console.print("every mutant killed by its expected invariant; reference clean")

@@ -9,11 +9,13 @@ from . import _catalogue, _mutants  # noqa: F401  (register scenarios and mutant
 from ._checkers import INVARIANTS, Invariant, Observation, judge
 from ._explore import SECRETS, ExplorationResult, Violation, explore, record
 from ._faults import explore_faults, fault_plan, parse_fault
+from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
 from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
 from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
 
 __all__ = [
     "BASE_DIR",
+    "FAULT_COLUMN",
     "INVARIANTS",
     "MUTANTS",
     "SCENARIOS",
@@ -29,11 +31,13 @@ __all__ = [
     "Target",
     "Violation",
     "Workload",
+    "ZooRow",
     "explore",
     "explore_faults",
     "fault_plan",
     "get_target",
     "judge",
+    "kill_matrix",
     "mutant",
     "parse_fault",
     "record",

@@ -106,6 +106,12 @@ def three_saves(s: Session) -> None:
         s.save(build_state(*history, running=i < 3))
 
 
+@scenario("two-quick-saves", "two saves of a new session in quick succession")
+def two_quick_saves(s: Session) -> None:
+    s.save(build_state(user("one"), running=True))
+    s.save(build_state(user("one"), assistant("two"), running=True))
+
+
 @scenario("stale-ended-marker",
           "save running, mark not resumable, save running again (a stale marker on disk)")
 def stale_ended_marker(s: Session) -> None:

@@ -167,3 +167,65 @@ class RuntimeHandleSerialized(_Mutant):
         obj = encode(state)
         obj["runtime"] = {"client": {"baseUrl": "https://api.example", "apiKey": SECRETS[0]}}
         return json.dumps(obj, separators=(",", ":")).encode()
+
+
+@mutant("no-fsync-before-rename", invariant="R1", model="power-loss")
+class NoFsyncBeforeRename(_Mutant):
+    """tmp is renamed over main without an fsync of its data first: on ext4 with
+    delayed allocation a power cut persists the rename but not the data, leaving a
+    zero-length main (the 2009 ext4 "zero-length file" reports)."""
+
+    def _commit(self, main: str, data: bytes) -> None:
+        fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
+        write_bytes(fs, tmp, data)
+        if fs.exists(main):
+            if fs.exists(bak):
+                fs.unlink(bak)
+            fs.rename(main, bak)
+        fs.rename(tmp, main)
+        self._sync_dir()
+        self._clear_marker(main + ".ended")
+
+
+@mutant("no-dir-fsync", invariant="R1", model="power-loss-reorder")
+class NoDirFsync(_Mutant):
+    """The directory is never fsynced after the renames: save returns before its new
+    directory entries are durable, so a power cut can bring back the previous main
+    (ALICE: renames are not persisted in order without a directory fsync)."""
+
+    def _sync_dir(self) -> None:
+        pass
+
+    def _ensure_base(self) -> None:
+        from ..faultfs import makedirs
+
+        makedirs(self.fs, self.base_dir)
+
+    def _begin(self, *, create: bool = True) -> None:
+        if create:
+            self._ensure_base()
+
+
+@mutant("marker-not-synced", invariant="E1", model="power-loss")
+class MarkerNotSynced(_Mutant):
+    """mark_not_resumable writes the ended marker and returns without fsyncing it or
+    its directory: after a power cut the marker is gone and the terminal snapshot is
+    offered for resume again."""
+
+    def _write_marker(self, ended: str, content: bytes) -> None:
+        write_bytes(self.fs, ended, content)
+
+
+@mutant("cleanup-deletes-main", invariant="F1", model="fault")
+class CleanupDeletesMain(_Mutant):
+    """The failure path of save "cleans up" by deleting main as well as tmp: a full disk
+    during the tmp write destroys the last acknowledged snapshot."""
+
+    def _discard(self, tmp: str) -> None:
+        super()._discard(tmp)
+        if tmp.endswith(".json.tmp"):
+            try:
+                if self.fs.exists(tmp[: -len(".tmp")]):
+                    self.fs.unlink(tmp[: -len(".tmp")])
+            except OSError:
+                pass

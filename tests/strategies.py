@@ -11,6 +11,7 @@ Main entry points: :func:`agent_states`, :func:`paired_histories`,
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import string
 from typing import Any
@@ -54,11 +55,13 @@ SAFE_ID_ALPHABET = string.ascii_letters + string.digits + "._-"
 """The characters :func:`~crashpoint.core.safe_session_file_name` keeps."""
 
 
+@functools.cache
 def texts(max_size: int = 12) -> st.SearchStrategy[str]:
     """Unicode text without surrogates (any string a state may hold)."""
     return st.text(max_size=max_size)
 
 
+@functools.cache
 def session_ids() -> st.SearchStrategy[str]:
     """Valid session ids that ``safe_session_file_name`` maps to themselves.
 
@@ -69,6 +72,7 @@ def session_ids() -> st.SearchStrategy[str]:
     )
 
 
+@functools.cache
 def any_session_ids() -> st.SearchStrategy[str]:
     """Arbitrary strings, valid or not as session ids (traversal attempts included)."""
     return st.one_of(
@@ -89,6 +93,7 @@ _json_scalars: st.SearchStrategy[Any] = st.one_of(
 )
 
 
+@functools.cache
 def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     """JSON values as ``json.loads`` returns them (dict, list, str, int, float, bool, None)."""
     return st.recursive(
@@ -101,15 +106,18 @@ def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     )
 
 
+@functools.cache
 def json_objects(max_leaves: int = 8) -> st.SearchStrategy[dict[str, Any]]:
     """JSON objects (``dict[str, JSON]``)."""
     return st.dictionaries(texts(8), json_values(max_leaves), max_size=3)
 
 
+@functools.cache
 def text_parts() -> st.SearchStrategy[TextPart]:
     return st.builds(TextPart, texts())
 
 
+@functools.cache
 def media_parts(*, with_data: bool | None = None) -> st.SearchStrategy[MediaPart]:
     """Media parts; ``with_data`` forces (True) or forbids (False) a binary payload."""
     payload = st.binary(min_size=1, max_size=12).map(lambda b: base64.b64encode(b).decode())
@@ -127,75 +135,82 @@ def media_parts(*, with_data: bool | None = None) -> st.SearchStrategy[MediaPart
     )
 
 
+@functools.cache
 def parts() -> st.SearchStrategy[Part]:
     """Text parts mostly, media parts (with and without data) sometimes."""
     return st.one_of(text_parts(), text_parts(), media_parts())
 
 
+@functools.cache
 def tool_calls(ids: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[ToolCall]:
-    arguments = st.one_of(st.just("{}"), json_objects(4).map(_dumps), texts())
-    return st.builds(ToolCall, texts(8) if ids is None else ids, texts(8), arguments)
+    """Tool calls; ``arguments`` is JSON text mostly, arbitrary text sometimes."""
+    return st.builds(ToolCall, texts(8) if ids is None else ids, texts(8), _arguments)
 
 
 def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-_message_metadata = st.one_of(st.none(), json_objects(4))
+_arguments = st.one_of(st.just("{}"), json_objects(4).map(_dumps), texts())
+_message_metadata = st.one_of(st.none(), st.none(), json_objects(4))
+_roles = st.sampled_from(["system", "user", "assistant", "tool"])
+_call_ids = st.one_of(st.none(), texts(8))
+_contents = st.lists(parts(), max_size=3)
+_some_contents = st.lists(parts(), min_size=1, max_size=2)
+_some_tool_calls = st.lists(tool_calls(), min_size=1, max_size=2)
+_maybe_tool_calls = st.lists(tool_calls(), max_size=2)
 
 
+@functools.cache
 def messages(role: str | None = None) -> st.SearchStrategy[Message]:
     """Any valid message: at least one content part or one tool call; pairing not respected."""
+    roles = _roles if role is None else st.just(role)
 
     @st.composite
     def build(draw: st.DrawFn) -> Message:
-        r = draw(st.sampled_from(["system", "user", "assistant", "tool"])) if role is None else role
-        contents = draw(st.lists(parts(), max_size=3))
-        calls = draw(st.lists(tool_calls(), min_size=0 if contents else 1, max_size=2))
-        call_id = draw(st.one_of(st.none(), texts(8)))
-        return Message(r, tuple(contents), tuple(calls), call_id, draw(_message_metadata))
+        contents = draw(_contents)
+        calls = draw(_maybe_tool_calls if contents else _some_tool_calls)
+        return Message(
+            draw(roles), tuple(contents), tuple(calls), draw(_call_ids), draw(_message_metadata)
+        )
 
     return build()
 
 
-@st.composite
-def paired_histories(
-    draw: st.DrawFn, *, frozen_batch: bool | None = None, max_turns: int = 5
-) -> tuple[list[Message], PendingApproval | None]:
-    """A paired history (SPEC §3) and the pending approval that goes with it.
+_call_names = texts(8)
+_id_suffixes = st.text(max_size=4)
+_turn_kinds = st.sampled_from(["system", "user", "assistant", "tools", "tools"])
+_batch_sizes = st.integers(1, 3)
+_batch_contents = st.lists(parts(), max_size=1)
 
-    Turns are system/user/assistant text messages and tool batches (an assistant
-    message with 1-3 calls, then one tool message per call in any order). Tool-call
-    ids are unique. With ``frozen_batch`` (drawn when None) the history ends in an
-    assistant batch of which only some calls are answered, and the approval is
-    ``PendingApproval`` of that batch's calls; otherwise the approval is None.
-    """
+
+@st.composite
+def _paired_histories(
+    draw: st.DrawFn, frozen_batch: bool | None, max_turns: int
+) -> tuple[list[Message], PendingApproval | None]:
     counter = iter(range(10**9))
 
     def new_call() -> ToolCall:
-        call = draw(tool_calls(ids=st.just("")))
-        suffix = draw(st.text(max_size=4))
-        return ToolCall(f"call_{next(counter)}{suffix}", call.name, call.arguments)
+        call_id = f"call_{next(counter)}{draw(_id_suffixes)}"
+        return ToolCall(call_id, draw(_call_names), draw(_arguments))
 
     def tool_result(call: ToolCall) -> Message:
-        contents = draw(st.lists(parts(), min_size=1, max_size=2))
-        return Message("tool", tuple(contents), (), call.id, draw(_message_metadata))
+        return Message("tool", tuple(draw(_some_contents)), (), call.id, draw(_message_metadata))
 
     def batch() -> tuple[Message, list[ToolCall]]:
-        calls = [new_call() for _ in range(draw(st.integers(1, 3)))]
-        contents = draw(st.lists(parts(), max_size=1))
-        return Message("assistant", tuple(contents), tuple(calls)), calls
+        calls = [new_call() for _ in range(draw(_batch_sizes))]
+        return Message("assistant", tuple(draw(_batch_contents)), tuple(calls)), calls
 
     history: list[Message] = []
     for _ in range(draw(st.integers(0, max_turns))):
-        kind = draw(st.sampled_from(["system", "user", "assistant", "tools", "tools"]))
+        kind = draw(_turn_kinds)
         if kind == "tools":
             assistant, calls = batch()
             history.append(assistant)
             history.extend(tool_result(c) for c in draw(st.permutations(calls)))
         else:
-            contents = draw(st.lists(parts(), min_size=1, max_size=2))
-            history.append(Message(kind, tuple(contents), (), None, draw(_message_metadata)))
+            contents = tuple(draw(_some_contents))
+            history.append(Message(kind, contents, (), None, draw(_message_metadata)))
     if frozen_batch is None:
         frozen_batch = draw(st.booleans())
     if not frozen_batch:
@@ -207,6 +222,22 @@ def paired_histories(
     return history, PendingApproval(tuple(calls))
 
 
+@functools.cache
+def paired_histories(
+    *, frozen_batch: bool | None = None, max_turns: int = 5
+) -> st.SearchStrategy[tuple[list[Message], PendingApproval | None]]:
+    """A paired history (SPEC §3) and the pending approval that goes with it.
+
+    Turns are system/user/assistant text messages and tool batches (an assistant
+    message with 1-3 calls, then one tool message per call in any order). Tool-call
+    ids are unique. With ``frozen_batch`` (drawn when None) the history ends in an
+    assistant batch of which only some calls are answered, and the approval is
+    ``PendingApproval`` of that batch's calls; otherwise the approval is None.
+    """
+    return _paired_histories(frozen_batch, max_turns)
+
+
+@functools.cache
 def model_usages() -> st.SearchStrategy[ModelUsage]:
     return st.builds(
         ModelUsage,
@@ -216,8 +247,46 @@ def model_usages() -> st.SearchStrategy[ModelUsage]:
     )
 
 
+@functools.cache
 def episodes() -> st.SearchStrategy[Episode]:
     return st.builds(Episode, texts(8), texts(), st.lists(messages(), max_size=2).map(tuple))
+
+
+_unpaired_history = st.lists(messages(), max_size=6)
+_any_approval = st.one_of(
+    st.none(), st.lists(tool_calls(), max_size=2).map(lambda c: PendingApproval(tuple(c)))
+)
+_fields: dict[str, st.SearchStrategy[Any]] = {
+    "schema_version": st.integers(0, 3),
+    "episodic_memories": st.lists(episodes(), max_size=2),
+    "usages": st.lists(model_usages(), max_size=3),
+    "metadata": json_objects(),
+    "plan": st.one_of(st.none(), json_objects(4)),
+    "active_skills": st.one_of(st.none(), st.lists(texts(8), max_size=3)),
+    "is_running": st.booleans(),
+    "total_loop_count": st.integers(0, 1000),
+    "current_loop_count": st.integers(0, 1000),
+    "current_loop_usages": st.lists(model_usages(), max_size=2),
+    "last_error": st.one_of(st.none(), texts()),
+    "system_reminders": st.dictionaries(texts(8), texts(), max_size=3),
+    "system_prompt_history": st.lists(
+        st.builds(SystemPromptEntry, st.integers(0, 100), texts()), max_size=2
+    ),
+    "tools_history": st.lists(
+        st.builds(ToolsEntry, st.integers(0, 100), st.lists(json_objects(4), max_size=2)),
+        max_size=2,
+    ),
+    "pending_run_checkpoint": st.one_of(
+        st.none(),
+        st.builds(
+            PendingRunCheckpoint,
+            st.sampled_from(["after_user_input", "after_tool_batch", "suspended"]),
+            st.integers(0, 100),
+        ),
+    ),
+    "pending_plan_review": st.one_of(st.none(), json_objects(4).map(PendingPlanReview)),
+    "plan_review_approved": st.booleans(),
+}
 
 
 @st.composite
@@ -247,48 +316,6 @@ def agent_states(
     if paired:
         history, approval = draw(paired_histories(frozen_batch=frozen_batch))
     else:
-        history = draw(st.lists(messages(), max_size=6))
-        approval = draw(
-            st.one_of(
-                st.none(),
-                st.lists(tool_calls(), max_size=2).map(lambda c: PendingApproval(tuple(c))),
-            )
-        )
-    return AgentState(
-        sid,
-        schema_version=draw(st.integers(0, 3)),
-        messages=history,
-        episodic_memories=draw(st.lists(episodes(), max_size=2)),
-        usages=draw(st.lists(model_usages(), max_size=3)),
-        metadata=draw(json_objects()),
-        plan=draw(st.one_of(st.none(), json_objects(4))),
-        active_skills=draw(st.one_of(st.none(), st.lists(texts(8), max_size=3))),
-        is_running=draw(st.booleans()),
-        total_loop_count=draw(st.integers(0, 1000)),
-        current_loop_count=draw(st.integers(0, 1000)),
-        current_loop_usages=draw(st.lists(model_usages(), max_size=2)),
-        last_error=draw(st.one_of(st.none(), texts())),
-        system_reminders=draw(st.dictionaries(texts(8), texts(), max_size=3)),
-        system_prompt_history=draw(
-            st.lists(st.builds(SystemPromptEntry, st.integers(0, 100), texts()), max_size=2)
-        ),
-        tools_history=draw(
-            st.lists(
-                st.builds(ToolsEntry, st.integers(0, 100), st.lists(json_objects(4), max_size=2)),
-                max_size=2,
-            )
-        ),
-        pending_run_checkpoint=draw(
-            st.one_of(
-                st.none(),
-                st.builds(
-                    PendingRunCheckpoint,
-                    st.sampled_from(["after_user_input", "after_tool_batch", "suspended"]),
-                    st.integers(0, 100),
-                ),
-            )
-        ),
-        pending_approval=approval,
-        pending_plan_review=draw(st.one_of(st.none(), json_objects(4).map(PendingPlanReview))),
-        plan_review_approved=draw(st.booleans()),
-    )
+        history, approval = draw(_unpaired_history), draw(_any_approval)
+    values = {name: draw(strategy) for name, strategy in _fields.items()}
+    return AgentState(sid, messages=history, pending_approval=approval, **values)

@@ -1,0 +1,94 @@
+"""The mutant zoo: every known-bad storage under every model and every fault.
+
+A harness that says "0 violations" has to be shown to find the violations it
+looks for. :func:`kill_matrix` explores the reference and every mutant and
+records, per model (and a ``fault`` column), which invariants killed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..faultfs import MODELS, PROCESS_CRASH, PersistenceModel
+from ._checkers import INVARIANTS
+from ._explore import ExplorationResult, explore
+from ._faults import explore_faults
+from ._targets import MUTANTS, TARGETS, Target
+from ._workload import SCENARIOS, Workload
+
+__all__ = ["FAULT_COLUMN", "ZooRow", "kill_matrix"]
+
+FAULT_COLUMN = "fault"
+"""The matrix column of fault-injection runs (explored under process-crash)."""
+
+
+@dataclass(slots=True)
+class ZooRow:
+    """One target's line of the kill matrix.
+
+    Attributes:
+        target: ``reference`` or ``mutant:NAME``.
+        expected: ``(invariant, column)`` that must kill a mutant; None for the reference.
+        killed: column → invariant ids that found a violation.
+        violations: total violations found.
+    """
+
+    target: str
+    expected: tuple[str, str] | None
+    killed: dict[str, list[str]] = field(default_factory=dict)
+    violations: int = 0
+
+    @property
+    def verdict(self) -> str:
+        """``clean``/``VIOLATED`` for the reference; ``killed``, ``killed-unexpectedly``
+        (by something other than the expected invariant and model) or ``SURVIVED``."""
+        if self.expected is None:
+            return "clean" if self.violations == 0 else "VIOLATED"
+        inv, column = self.expected
+        if inv in self.killed.get(column, []):
+            return "killed"
+        return "killed-unexpectedly" if self.violations else "SURVIVED"
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in ("clean", "killed")
+
+
+def kill_matrix(
+    *,
+    targets: Sequence[Target] | None = None,
+    models: Sequence[PersistenceModel] | None = None,
+    workloads: Sequence[Workload] | None = None,
+    faults: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[ZooRow], list[ExplorationResult]]:
+    """Explore each target under each model (and faults) over the catalogue.
+
+    Returns the matrix rows (reference first) and the reference's own results.
+    """
+    targets = list(targets) if targets is not None else [TARGETS["reference"], *MUTANTS.values()]
+    models = list(models) if models is not None else list(MODELS.values())
+    workloads = list(workloads) if workloads is not None else list(SCENARIOS.values())
+    rows: list[ZooRow] = []
+    reference_results: list[ExplorationResult] = []
+    for target in targets:
+        if progress:
+            progress(target.name)
+        row = ZooRow(target.name, target.expected)
+        runs: list[tuple[str, ExplorationResult]] = [
+            (m.name, explore(w, model=m, target=target)) for m in models for w in workloads
+        ]
+        if faults:
+            runs += [
+                (FAULT_COLUMN, explore_faults(w, model=PROCESS_CRASH, target=target))
+                for w in workloads
+            ]
+        for column, result in runs:
+            found = set(row.killed.get(column, [])) | set(result.killed_by())
+            row.killed[column] = [i.value for i in INVARIANTS if i.value in found]
+            row.violations += len(result.violations)
+        if target.name == "reference":
+            reference_results = [r for _, r in runs]
+        rows.append(row)
+    return rows, reference_results
