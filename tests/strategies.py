@@ -182,6 +182,8 @@ _id_suffixes = st.text(max_size=4)
 _turn_kinds = st.sampled_from(["system", "user", "assistant", "tools", "tools"])
 _batch_sizes = st.integers(1, 3)
 _batch_contents = st.lists(parts(), max_size=1)
+_sort_keys = {n: st.lists(st.integers(0, 7), min_size=n, max_size=n) for n in range(1, 4)}
+_answered = {n: st.integers(0, n - 1) for n in range(1, 4)}
 
 
 @st.composite
@@ -201,13 +203,17 @@ def _paired_histories(
         calls = [new_call() for _ in range(draw(_batch_sizes))]
         return Message("assistant", tuple(draw(_batch_contents)), tuple(calls)), calls
 
+    def shuffled(calls: list[ToolCall]) -> list[ToolCall]:
+        keys = draw(_sort_keys[len(calls)])
+        return [c for _, c in sorted(zip(keys, calls, strict=True), key=lambda kc: kc[0])]
+
     history: list[Message] = []
     for _ in range(draw(st.integers(0, max_turns))):
         kind = draw(_turn_kinds)
         if kind == "tools":
             assistant, calls = batch()
             history.append(assistant)
-            history.extend(tool_result(c) for c in draw(st.permutations(calls)))
+            history.extend(tool_result(c) for c in shuffled(calls))
         else:
             contents = tuple(draw(_some_contents))
             history.append(Message(kind, contents, (), None, draw(_message_metadata)))
@@ -217,8 +223,8 @@ def _paired_histories(
         return history, None
     assistant, calls = batch()
     history.append(assistant)
-    answered = draw(st.integers(0, len(calls) - 1))
-    history.extend(tool_result(c) for c in draw(st.permutations(calls))[:answered])
+    answered = draw(_answered[len(calls)])
+    history.extend(tool_result(c) for c in shuffled(calls)[:answered])
     return history, PendingApproval(tuple(calls))
 
 

@@ -795,7 +795,7 @@ def test_peek_schema_version_of_an_encoded_state() -> None:
 # --- properties --------------------------------------------------------------------------
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(agent_states(paired=False))
 def test_round_trip_equals_the_persisted_form_and_re_encodes_identically(state: AgentState) -> None:
     data = encode_bytes(state)
@@ -926,7 +926,7 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(agent_states(paired=False), st.data())
 def test_mutated_documents_decode_or_raise_a_codec_error(
     state: AgentState, data: st.DataObject

@@ -158,7 +158,7 @@ def test_a_tuple_of_messages_works_too(awaiting: bool) -> None:
 # --- properties --------------------------------------------------------------------------
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(paired_histories(frozen_batch=False))
 def test_generated_histories_are_paired(generated: tuple[list[Message], None]) -> None:
     history, approval = generated
@@ -168,7 +168,7 @@ def test_generated_histories_are_paired(generated: tuple[list[Message], None]) -
     assert truncate_to_paired(history) == history
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(paired_histories(frozen_batch=True))
 def test_frozen_batch_is_paired_only_when_awaiting_approval(
     generated: tuple[list[Message], PendingApproval],
@@ -181,7 +181,7 @@ def test_frozen_batch_is_paired_only_when_awaiting_approval(
     assert not tool_calls_paired([*history, say()], awaiting_approval=True)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(st.lists(messages(), max_size=8))
 def test_truncate_returns_the_longest_paired_prefix(history: list[Message]) -> None:
     out = truncate_to_paired(history)
@@ -191,7 +191,7 @@ def test_truncate_returns_the_longest_paired_prefix(history: list[Message]) -> N
         assert not tool_calls_paired(history[:longer])
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(paired_histories(frozen_batch=False), paired_histories(frozen_batch=True))
 def test_an_earlier_frozen_batch_is_never_allowed(
     first: tuple[list[Message], PendingApproval | None],

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crashpoint.faultfs import FileSystem, MemoryFileSystem, OsFileSystem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from crashpoint.faultfs import FileSystem, MemoryFileSystem, OsFileSystem
 
 BASE = "/base"
 

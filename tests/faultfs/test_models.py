@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
+import json
 import os
 import posixpath
 import subprocess
@@ -11,9 +13,6 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from crashpoint.faultfs import (
     MODELS,
     POWER_LOSS,
@@ -34,6 +33,8 @@ from crashpoint.faultfs import (
     get_model,
     write_bytes,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 BASE = "/base"
 Script = Callable[[FileSystem], None]
@@ -260,9 +261,7 @@ def test_lost_fsync_data_never_becomes_durable_through_a_retry() -> None:
         fs.write("/base/f", 0, b"data")
         fs.fsync("/base/f")
 
-    assert contents(points(POWER_LOSS, rewritten, fault=fault)[-1].states, "/base/f") == {
-        b"data"
-    }
+    assert contents(points(POWER_LOSS, rewritten, fault=fault)[-1].states, "/base/f") == {b"data"}
 
 
 def test_without_volatile_data_only_metadata_is_at_risk() -> None:
@@ -461,8 +460,6 @@ def test_enumeration_is_deterministic_across_hash_seeds() -> None:
         text=True,
         check=True,
     ).stdout
-    import json
-
     assert json.loads(out) == here
 
 
@@ -518,10 +515,8 @@ calls = st.one_of(
 
 def run_calls(fs: FileSystem, script: list[tuple[object, ...]]) -> None:
     for name, *args in script:
-        try:
+        with contextlib.suppress(OSError):
             getattr(fs, str(name))(*args)
-        except OSError:
-            pass
 
 
 @settings(max_examples=60, deadline=None)

@@ -8,7 +8,6 @@ import pickle
 from collections.abc import Callable
 
 import pytest
-
 from crashpoint.faultfs import (
     PROCESS_CRASH,
     CrashState,
@@ -203,9 +202,7 @@ MUTATING: dict[str, Callable[[FileSystem], object]] = {
 }
 
 ERRNOS = [errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EACCES, errno.EROFS, errno.ENOENT]
-CASES = [(name, code) for name in sorted(MUTATING) for code in ERRNOS] + [
-    ("rename", errno.EXDEV)
-]
+CASES = [(name, code) for name in sorted(MUTATING) for code in ERRNOS] + [("rename", errno.EXDEV)]
 
 
 def disk() -> MemoryFileSystem:
