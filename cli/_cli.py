@@ -48,6 +48,25 @@ def _nonneg(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = _nonneg(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def _with_progress(tasks, jobs, run):  # type: ignore[no-untyped-def]
+    """Run with a rich progress bar on a terminal, quietly otherwise."""
+    if not sys.stderr.isatty():
+        return run(tasks, jobs=jobs)
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task_id = bar.add_task("exploring", total=len(tasks))
+        return run(tasks, jobs=jobs,
+                   progress=lambda done, total: bar.update(task_id, completed=done))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="crashpoint", description=__doc__.split("\n\n")[0] if __doc__ else "")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -77,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
                     "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, short write, lost fsync)")
     ex.add_argument("--fault", metavar="AT:ERRNO",
                     help="only this one fault, e.g. 3:ENOSPC or 5:short-write (replay)")
+    ex.add_argument("--jobs", type=_positive, metavar="N",
+                    help="worker processes (default: all cores); the report is the same "
+                    "for any N")
     ex.add_argument("--zoo", action="store_true",
                     help="run every mutant under every model and faults; print the kill matrix; "
                     "exit 1 if a mutant survives or the reference shows a violation")
@@ -177,22 +199,20 @@ def _explore(args: argparse.Namespace, console: Console) -> int:
     if args.zoo:
         return _zoo(args, workloads, models, out, console)
     from .reports import build_report, print_summary, write_json, write_markdown
-    from .scenarios import explore, explore_faults
+    from .scenarios._parallel import default_jobs, plan_tasks, run_tasks
 
-    results = []
-    for m in models:
-        for w in workloads:
-            if fault is None:
-                results.append(
-                    explore(w, model=m, target=target, crash_point=args.crash_point,
-                            shard=args.shard)
-                )
-            if args.faults or fault is not None:
-                r = explore_faults(w, model=m, target=target, shard=args.shard,
-                                   faults=None if fault is None else [fault])
-                if args.crash_point is not None:
-                    r.violations = [v for v in r.violations if v.crash_point == args.crash_point]
-                results.append(r)
+    tasks = plan_tasks(
+        [w.name for w in workloads],
+        [m.name for m in models],
+        target.name,
+        crashes=fault is None,
+        faults=args.faults,
+        only_fault=args.fault,
+        crash_point=args.crash_point,
+        shard=args.shard,
+    )
+    jobs = args.jobs if args.jobs is not None else default_jobs()
+    results = _with_progress(tasks, jobs, run_tasks)
     report = build_report(results, model=args.model, target=target.name)
     write_json(report, os.path.join(out, "report.json"))
     write_markdown(report, os.path.join(out, "report.md"))

@@ -6,7 +6,10 @@ What the harness checks storage implementations against (SPEC §1-§6):
 * :func:`encode` / :func:`decode` and their byte forms, schema v0-v3 (SPEC §2);
 * :func:`tool_calls_paired` and :func:`truncate_to_paired` (SPEC §3);
 * :func:`safe_session_file_name` and :func:`redact` (SPEC §4);
-* :class:`StateError` with its codes (SPEC §5).
+* :class:`StateError` with its codes (SPEC §5);
+* :class:`FileStateStorage` and :class:`MemoryStateStorage` (SPEC §6);
+* :class:`AgentRuntime`, the agent-run lifecycle, with its protocols and scripted
+  fakes :class:`ScriptedModel` and :class:`ScriptedTools` (SPEC §7).
 """
 
 from __future__ import annotations
@@ -78,4 +81,42 @@ __all__ = [
 from ._storage import FileStateStorage, MemoryStateStorage, StateStorage  # noqa: E402
 
 __all__ += ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
+
+# --- runtime (core/_runtime.py, core/_fakes.py) ----------------------------------------
+from ._fakes import Reply, ScriptedModel, ScriptedTools, Step  # noqa: E402
+from ._runtime import (  # noqa: E402
+    AgentRuntime,
+    Checkpoint,
+    EventKind,
+    Listener,
+    ModelChunk,
+    ModelClient,
+    ModelError,
+    RunConflict,
+    RunEvent,
+    RunOutcome,
+    RunStatus,
+    ToolExecutor,
+    ToolInterrupted,
+)
+
+__all__ += [
+    "AgentRuntime",
+    "Checkpoint",
+    "EventKind",
+    "Listener",
+    "ModelChunk",
+    "ModelClient",
+    "ModelError",
+    "Reply",
+    "RunConflict",
+    "RunEvent",
+    "RunOutcome",
+    "RunStatus",
+    "ScriptedModel",
+    "ScriptedTools",
+    "Step",
+    "ToolExecutor",
+    "ToolInterrupted",
+]
 __all__.sort()

@@ -8,7 +8,7 @@ Shape (keys are a contract; acceptance checks read them)::
       "target": "reference",
       "scenarios": [
         {"name", "model", "target", "operations", "crash_points", "raw_states",
-         "distinct_states", "cut", "exhaustive", "invariants", "seconds",
+         "distinct_states", "cut", "exhaustive", "invariants", "faults",
          "violation_count", "killed_by",
          "violations": [                   # minimal first; at most MAX_LISTED
            {"invariant", "title", "severity", "session_id",
@@ -71,7 +71,6 @@ def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
         "cut": r.cut,
         "exhaustive": r.cut == 0,
         "invariants": list(r.invariants),
-        "seconds": round(r.seconds, 4),
         "faults": r.faults,
         "violation_count": len(r.violations),
         "killed_by": r.killed_by(),

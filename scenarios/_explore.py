@@ -111,7 +111,21 @@ class ExplorationResult:
         seconds: wall time of the whole exploration.
         check_seconds: time spent rebooting, loading and judging crash states.
         faults: faulted re-runs explored (0: crashes only).
+        state_ids: identities of the distinct crash states (to merge split runs).
     """
+
+    def merge(self, other: ExplorationResult) -> None:
+        """Add ``other``, a disjoint part of the same exploration (another slice of the
+        fault plan or of the crash-state space), into this result."""
+        self.crash_points += other.crash_points
+        self.raw_states += other.raw_states
+        self.cut += other.cut
+        self.faults += other.faults
+        self.state_ids |= other.state_ids
+        self.distinct_states = len(self.state_ids)
+        self.violations = sorted([*self.violations, *other.violations], key=violation_order)
+        self.seconds += other.seconds
+        self.check_seconds += other.check_seconds
 
     scenario: str
     model: str
@@ -126,6 +140,7 @@ class ExplorationResult:
     seconds: float = 0.0
     check_seconds: float = 0.0
     faults: int = 0
+    state_ids: set[str] = field(default_factory=set, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -417,9 +432,16 @@ class Checker:
 
     def finish(self, result: ExplorationResult) -> None:
         """Sort the violations minimal first and fill in the distinct-state count."""
-        result.distinct_states = len(self.observed)
-        result.violations.sort(key=lambda v: (v.crash_point, v.invariant, v.session_id))
+        result.state_ids = {state.digest() for state in self.observed}
+        result.distinct_states = len(result.state_ids)
+        result.violations.sort(key=violation_order)
         result.check_seconds = self.check_seconds
+
+
+def violation_order(v: Violation) -> tuple[int, str, str, str, str, str]:
+    """Minimal first (smallest crash point), then a total order, so a report does not
+    depend on how the work was split."""
+    return (v.crash_point, v.invariant, v.session_id, v.state_digest, v.replay, v.got)
 
 
 def _probe(

@@ -795,25 +795,6 @@ def test_peek_schema_version_of_an_encoded_state() -> None:
 # --- properties --------------------------------------------------------------------------
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
-@given(agent_states(paired=False))
-def test_round_trip_equals_the_persisted_form_and_re_encodes_identically(state: AgentState) -> None:
-    data = encode_bytes(state)
-    back = decode_bytes(data)
-    assert back == as_persisted(state)
-    assert back.schema_version == 3
-    assert encode_bytes(back) == data
-    assert decode(encode(state)) == back
-    assert encode_bytes(state) == data  # deterministic
-
-
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
-@given(agent_states(paired=False))
-def test_non_persistence_round_trip_is_lossless(state: AgentState) -> None:
-    back = decode_bytes(encode_bytes(state, persistence=False))
-    assert back == dataclasses.replace(state, schema_version=3)
-
-
 def _has_binary_media(state: AgentState) -> bool:
     all_messages = [*state.messages, *(m for e in state.episodic_memories for m in e.messages)]
     return any(isinstance(p, MediaPart) and p.data for m in all_messages for p in m.contents)
@@ -821,15 +802,23 @@ def _has_binary_media(state: AgentState) -> bool:
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(agent_states(paired=False))
-def test_round_trip_is_exact_without_binary_media(state: AgentState) -> None:
-    back = decode_bytes(encode_bytes(state))
-    if _has_binary_media(state):
-        assert back != dataclasses.replace(state, schema_version=3)
-    else:
-        assert back == dataclasses.replace(state, schema_version=3)
+def test_round_trip_property(state: AgentState) -> None:
+    """SPEC §2: decode(encode(s)) is s with media placeholders, re-encoding is identical."""
+    data = encode_bytes(state)
+    back = decode_bytes(data)
+    assert back == as_persisted(state)
+    assert back.schema_version == 3
+    assert encode_bytes(back) == data
+    assert decode(encode(state)) == back
+    assert encode_bytes(state) == data  # deterministic
+    # Exact when there is no binary media; otherwise the placeholders differ.
+    at_v3 = dataclasses.replace(state, schema_version=3)
+    assert (back == at_v3) is not _has_binary_media(state)
+    # The non-persistence encoding keeps media and is lossless.
+    assert decode_bytes(encode_bytes(state, persistence=False)) == at_v3
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(agent_states(paired=False), st.sampled_from([0, 1, 2]))
 def test_older_versions_read_into_v3_with_defaults(state: AgentState, version: int) -> None:
     doc = encode(state)
@@ -894,7 +883,7 @@ _documents = st.dictionaries(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(st.one_of(_documents, json_values()))
 def test_arbitrary_json_decodes_or_raises_a_codec_error(doc: Any) -> None:
     _check_decodes_or_codec_error(doc)
@@ -926,7 +915,7 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(agent_states(paired=False), st.data())
 def test_mutated_documents_decode_or_raise_a_codec_error(
     state: AgentState, data: st.DataObject

@@ -210,7 +210,7 @@ def _prefix_ids(message: Message, prefix: str) -> Message:
     return Message(message.role, message.contents, calls, call_id, message.metadata)
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(agent_states())
 def test_generated_states_are_paired(state: AgentState) -> None:
     assert state_is_paired(state)

@@ -206,7 +206,7 @@ def test_text_part_type_is_text() -> None:
     assert MediaPart("audio", "audio/wav").data == ""
 
 
-@settings(max_examples=100)
+@settings(max_examples=30)
 @given(agent_states(paired=False))
 def test_snapshot_equals_any_state(state: AgentState) -> None:
     snap = state.snapshot()

@@ -48,8 +48,10 @@ def record(script: Script, *, fault: Fault | None = None) -> tuple[CrashState, l
     return initial, fs.trace.ops
 
 
-def points(model: PersistenceModel, script: Script, **kw: object) -> list[CrashPoint]:
-    initial, ops = record(script, **kw)  # type: ignore[arg-type]
+def points(
+    model: PersistenceModel, script: Script, *, fault: Fault | None = None
+) -> list[CrashPoint]:
+    initial, ops = record(script, fault=fault)
     return list(crash_points(model, initial, ops))
 
 

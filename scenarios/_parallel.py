@@ -1,0 +1,138 @@
+"""Spreading an exploration over local cores (``crashpoint explore --jobs N``).
+
+The work is cut into tasks — one crash exploration per (workload, model), and
+the fault plan of each workload in slices — that run in a standard-library
+process pool and are merged back in a fixed order. The cut and the merge are the
+same whatever ``jobs`` is, so ``--jobs 2`` writes the same report as ``--jobs 1``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from ..faultfs import MODELS
+from ._explore import ExplorationResult, explore, record
+from ._faults import explore_faults, fault_plan, fault_spec, parse_fault
+from ._targets import get_target
+from ._workload import SCENARIOS
+
+__all__ = ["FAULT_SLICE", "Task", "plan_tasks", "run_tasks"]
+
+FAULT_SLICE = 24
+"""Faulted re-runs per task."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One unit of work; plain data so it pickles to a worker.
+
+    Attributes:
+        scenario, model, target: names.
+        faults: None for the crash exploration; else the fault specs to run.
+        crash_point: only this crash point.
+        shard: only this slice of the crash-state space.
+    """
+
+    scenario: str
+    model: str
+    target: str
+    faults: tuple[str, ...] | None = None
+    crash_point: int | None = None
+    shard: tuple[int, int] | None = None
+
+    @property
+    def group(self) -> tuple[str, str, bool]:
+        return (self.scenario, self.model, self.faults is not None)
+
+
+def plan_tasks(
+    scenarios: Sequence[str],
+    models: Sequence[str],
+    target: str,
+    *,
+    crashes: bool = True,
+    faults: bool = False,
+    only_fault: str | None = None,
+    crash_point: int | None = None,
+    shard: tuple[int, int] | None = None,
+) -> list[Task]:
+    """The tasks of an exploration, in report order (per model, per scenario)."""
+    tasks: list[Task] = []
+    plans: dict[str, list[str]] = {}
+    for model in models:
+        for name in scenarios:
+            if crashes:
+                tasks.append(Task(name, model, target, None, crash_point, shard))
+            if only_fault is not None:
+                tasks.append(Task(name, model, target, (only_fault,), crash_point, shard))
+            elif faults:
+                if name not in plans:
+                    ops = record(SCENARIOS[name], get_target(target)).ops
+                    plans[name] = [fault_spec(f) for f in fault_plan(ops)]
+                specs = plans[name]
+                for i in range(0, max(len(specs), 1), FAULT_SLICE):
+                    tasks.append(
+                        Task(name, model, target, tuple(specs[i : i + FAULT_SLICE]),
+                             crash_point, shard)
+                    )
+    return tasks
+
+
+def run_task(task: Task) -> ExplorationResult:
+    """Run one task (in a worker process or in this one)."""
+    workload = SCENARIOS[task.scenario]
+    model = MODELS[task.model]
+    target = get_target(task.target)
+    if task.faults is None:
+        return explore(workload, model=model, target=target, crash_point=task.crash_point,
+                       shard=task.shard)
+    result = explore_faults(
+        workload, model=model, target=target, shard=task.shard,
+        faults=[parse_fault(s) for s in task.faults],
+    )
+    if task.crash_point is not None:
+        result.violations = [v for v in result.violations if v.crash_point == task.crash_point]
+    return result
+
+
+def default_jobs() -> int:
+    """All cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def run_tasks(
+    tasks: Sequence[Task],
+    *,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ExplorationResult]:
+    """Run ``tasks`` on ``jobs`` processes; merge the parts of each exploration.
+
+    Returns one result per (scenario, model, crashes-or-faults), in task order.
+    """
+    if jobs <= 1 or len(tasks) <= 1:
+        parts = []
+        for i, t in enumerate(tasks):
+            parts.append(run_task(t))
+            if progress:
+                progress(i + 1, len(tasks))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = []
+            for i, part in enumerate(pool.map(run_task, tasks, chunksize=1)):
+                parts.append(part)
+                if progress:
+                    progress(i + 1, len(tasks))
+    merged: dict[tuple[str, str, bool], ExplorationResult] = {}
+    for task, part in zip(tasks, parts):
+        if task.group in merged:
+            merged[task.group].merge(part)
+        else:
+            merged[task.group] = part
+    return list(merged.values())
