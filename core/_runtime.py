@@ -531,9 +531,9 @@ class AgentRuntime:
                     return self._terminal(Checkpoint.ERROR, error=exc.text)
             if not reply.tool_calls:
                 self._append_reply(reply)
-                self._checkpoint(Checkpoint.AFTER_ASSISTANT_TURN)
                 if self._cancel.is_set():
                     return self._terminal(Checkpoint.CANCELLED)
+                self._checkpoint(Checkpoint.AFTER_ASSISTANT_TURN)
                 if self._suspend.is_set():
                     return self._suspend_here()
                 return self._terminal(Checkpoint.COMPLETE)
@@ -551,6 +551,8 @@ class AgentRuntime:
             if not paired:  # a tool could not finish and a suspend is pending
                 state.messages = truncate_to_paired(state.messages)
                 return self._suspend_here()
+            if self._cancel.is_set():  # final: no resumable checkpoint on the way out
+                return self._terminal(Checkpoint.CANCELLED)
             self._checkpoint(Checkpoint.AFTER_TOOL_BATCH)
 
     def _after_batch(self, paired: bool) -> RunOutcome:
@@ -558,6 +560,8 @@ class AgentRuntime:
             state = self._live()
             state.messages = truncate_to_paired(state.messages)
             return self._suspend_here()
+        if self._cancel.is_set():
+            return self._terminal(Checkpoint.CANCELLED)
         self._checkpoint(Checkpoint.AFTER_TOOL_BATCH)
         return self._loop()
 

@@ -268,19 +268,21 @@ def v1_required(state: CrashState, base_dir: str, session_id: str) -> bool:
     except StateError:
         return False
     main_data = state.file(main)
-    if main_data is not None:
-        version = peek_schema_version(main_data)
-        if version is not None and version > CURRENT_VERSION:
-            return True
-        try:
-            if decode_bytes(main_data).session_id == session_id:
-                return False
-        except StateError:
-            pass
+    if main_data is not None and _future(main_data):
+        return True
     bak_data = state.file(main + ".bak")
-    if bak_data is None:
+    if bak_data is None or not _future(bak_data):
         return False
-    version = peek_schema_version(bak_data)
+    if main_data is None:
+        return True
+    try:  # bak is of a future version: does main decode (so load never reads bak)?
+        return decode_bytes(main_data).session_id != session_id
+    except StateError:
+        return True
+
+
+def _future(data: bytes) -> bool:
+    version = peek_schema_version(data)
     return version is not None and version > CURRENT_VERSION
 
 

@@ -299,7 +299,9 @@ class Checker:
         self.target = target
         self.wanted = wanted
         self.replay_flags = replay_flags
-        self.observed: dict[CrashState, tuple[dict[str, Observation], dict[str, bool]]] = {}
+        self.observed: dict[
+            CrashState, tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
+        ] = {}
         self.probed: dict[CrashState, object] = {}
         self.check_seconds = 0.0
 
@@ -401,11 +403,10 @@ class Checker:
                 if cached is None:
                     cached = _probe(state, sessions, self.target, wanted)
                     self.observed[state] = cached
-                obs_by_sid, c1_by_sid = cached
+                obs_by_sid, c1_by_sid, v1_by_sid = cached
                 for sid in sessions:
                     obs = obs_by_sid[sid]
-                    v1 = Invariant.V1 in wanted and v1_required(state, BASE_DIR, sid)
-                    verdict = judge(obs, exps[sid], v1=v1)
+                    verdict = judge(obs, exps[sid], v1=v1_by_sid[sid])
                     if verdict is not None:
                         inv = verdict[0]
                         if (
@@ -446,9 +447,10 @@ def violation_order(v: Violation) -> tuple[int, str, str, str, str, str]:
 
 def _probe(
     state: CrashState, sessions: Sequence[str], target: Target, wanted: set[Invariant]
-) -> tuple[dict[str, Observation], dict[str, bool]]:
+) -> tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]:
     """Reboot ``state`` and load each session; for C1, also try load_or_create on a
-    session that failed to load for a reason other than not-found."""
+    session that failed to load for a reason other than not-found; for V1, whether
+    the disk holds a future version load must refuse."""
     fs = MemoryFileSystem(state)
     storage = target(fs, BASE_DIR)
     obs = {sid: observe(storage, sid) for sid in sessions}
@@ -462,7 +464,9 @@ def _probe(
                 except Exception:
                     pass
                 c1[sid] = probe_fs.mutations > 0
-    return obs, c1
+    check_v1 = Invariant.V1 in wanted
+    v1 = {sid: check_v1 and v1_required(state, BASE_DIR, sid) for sid in sessions}
+    return obs, c1, v1
 
 
 def _state_after(recording: Recording, k: int) -> CrashState:
