@@ -19,11 +19,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from crashpoint.faultfs import MODELS, crash_points
+from crashpoint.faultfs import MODELS, MemoryFileSystem, crash_points
 from crashpoint.scenarios import SCENARIOS, TARGETS, explore, record
 from crashpoint.scenarios._checkers import expectation, judge, observe, v1_required
 from crashpoint.scenarios._workload import BASE_DIR
-from crashpoint.faultfs import MemoryFileSystem
 
 
 def bare(model_name: str) -> tuple[int, float]:
@@ -76,12 +75,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs per model")
     args = parser.parse_args()
     names = list(MODELS) if args.model == "all" else [args.model]
-    print(f"{'model':20} {'raw':>8} {'distinct':>9} {'explore s':>10} {'states/s':>10} "
-          f"{'bare s':>8} {'ratio':>6}")
+    print(
+        f"{'model':20} {'raw':>8} {'distinct':>9} {'explore s':>10} {'states/s':>10} "
+        f"{'bare s':>8} {'ratio':>6}"
+    )
     for name in names:
         best = min((run(name) for _ in range(args.repeat)), key=lambda r: r["explore_s"])
-        print(f"{name:20} {best['raw']:8.0f} {best['distinct']:9.0f} {best['explore_s']:10.3f} "
-              f"{best['states_per_s']:10.0f} {best['bare_s']:8.3f} {best['ratio']:6.2f}")
+        print(
+            f"{name:20} {best['raw']:8.0f} {best['distinct']:9.0f} {best['explore_s']:10.3f} "
+            f"{best['states_per_s']:10.0f} {best['bare_s']:8.3f} {best['ratio']:6.2f}"
+        )
 
 
 if __name__ == "__main__":

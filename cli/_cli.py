@@ -63,8 +63,9 @@ def _with_progress(tasks, jobs, run):  # type: ignore[no-untyped-def]
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task_id = bar.add_task("exploring", total=len(tasks))
-        return run(tasks, jobs=jobs,
-                   progress=lambda done, total: bar.update(task_id, completed=done))
+        return run(
+            tasks, jobs=jobs, progress=lambda done, total: bar.update(task_id, completed=done)
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,32 +77,69 @@ def _parser() -> argparse.ArgumentParser:
         description="Record each workload once, derive every crash state under the "
         "persistence model, reboot each on a fresh storage and check the invariants.",
     )
-    ex.add_argument("--scenario", action="append", metavar="NAME",
-                    help="a workload of the catalogue (repeatable; default: all)")
-    ex.add_argument("--model", default=None, metavar="MODEL",
-                    help="persistence model: process-crash (default; all with --zoo), "
-                    "power-loss, power-loss-reorder, or all")
-    ex.add_argument("--target", default="reference", metavar="TARGET",
-                    help="reference (default), seed, or mutant:NAME")
-    ex.add_argument("--out", default="crashpoint-report", metavar="DIR",
-                    help="directory for report.json and report.md (default ./crashpoint-report)")
-    ex.add_argument("--list", action="store_true",
-                    help="list scenarios, models, targets and mutants, then exit")
-    ex.add_argument("--crash-point", type=_nonneg, metavar="K",
-                    help="only crash point K (replay a counterexample)")
-    ex.add_argument("--shard", type=_shard, metavar="K/N",
-                    help="only slice K of N of the crash-state space (CI matrices)")
-    ex.add_argument("--faults", action="store_true",
-                    help="also re-run each workload with a fault armed at every operation "
-                    "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, short write, lost fsync)")
-    ex.add_argument("--fault", metavar="AT:ERRNO",
-                    help="only this one fault, e.g. 3:ENOSPC or 5:short-write (replay)")
-    ex.add_argument("--jobs", type=_positive, metavar="N",
-                    help="worker processes (default: all cores); the report is the same "
-                    "for any N")
-    ex.add_argument("--zoo", action="store_true",
-                    help="run every mutant under every model and faults; print the kill matrix; "
-                    "exit 1 if a mutant survives or the reference shows a violation")
+    ex.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME",
+        help="a workload of the catalogue (repeatable; default: all)",
+    )
+    ex.add_argument(
+        "--model",
+        default=None,
+        metavar="MODEL",
+        help="persistence model: process-crash (default; all with --zoo), "
+        "power-loss, power-loss-reorder, or all",
+    )
+    ex.add_argument(
+        "--target",
+        default="reference",
+        metavar="TARGET",
+        help="reference (default), seed, or mutant:NAME",
+    )
+    ex.add_argument(
+        "--out",
+        default="crashpoint-report",
+        metavar="DIR",
+        help="directory for report.json and report.md (default ./crashpoint-report)",
+    )
+    ex.add_argument(
+        "--list", action="store_true", help="list scenarios, models, targets and mutants, then exit"
+    )
+    ex.add_argument(
+        "--crash-point",
+        type=_nonneg,
+        metavar="K",
+        help="only crash point K (replay a counterexample)",
+    )
+    ex.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="only slice K of N of the crash-state space (CI matrices)",
+    )
+    ex.add_argument(
+        "--faults",
+        action="store_true",
+        help="also re-run each workload with a fault armed at every operation "
+        "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, short write, lost fsync)",
+    )
+    ex.add_argument(
+        "--fault",
+        metavar="AT:ERRNO",
+        help="only this one fault, e.g. 3:ENOSPC or 5:short-write (replay)",
+    )
+    ex.add_argument(
+        "--jobs",
+        type=_positive,
+        metavar="N",
+        help="worker processes (default: all cores); the report is the same for any N",
+    )
+    ex.add_argument(
+        "--zoo",
+        action="store_true",
+        help="run every mutant under every model and faults; print the kill matrix; "
+        "exit 1 if a mutant survives or the reference shows a violation",
+    )
     return parser
 
 
@@ -137,9 +175,7 @@ def _resolve(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     names = args.scenario or list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        raise UsageError(
-            f"unknown scenario {unknown[0]!r}; see `crashpoint explore --list`"
-        )
+        raise UsageError(f"unknown scenario {unknown[0]!r}; see `crashpoint explore --list`")
     if args.model == "all":
         models = list(MODELS.values())
     elif args.model in MODELS:

@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 # --- storage (core/_storage.py) -------------------------------------------------------
-from ._storage import FileStateStorage, MemoryStateStorage, StateStorage  # noqa: E402
+from ._storage import FileStateStorage, MemoryStateStorage, StateStorage
 
 __all__ += ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
 

@@ -361,7 +361,11 @@ class FileStateStorage:
     def _delete_files(self, main: str) -> None:
         # bak before main, so a crash never brings back an older snapshot (D1);
         # the marker last, so a condemned main never loads as resumable (E1).
-        for group in ((main + ".bak",), (main, main + ".tmp"), (main + ".ended", main + ".ended.tmp")):
+        for group in (
+            (main + ".bak",),
+            (main, main + ".tmp"),
+            (main + ".ended", main + ".ended.tmp"),
+        ):
             removed = False
             for path in group:
                 if self.fs.exists(path):

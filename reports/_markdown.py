@@ -58,9 +58,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     out.append("")
     for key, title in (("zoo", "Kill matrix"),):
         if key in report:
-            out += [f"## {title}", ""] + _zoo_md(report[key]) + [""]
+            out += [f"## {title}", "", *_zoo_md(report[key]), ""]
     if report.get("counterexample"):
-        out += ["## Minimal counterexample", ""] + _violation_md(report["counterexample"])
+        out += ["## Minimal counterexample", "", *_violation_md(report["counterexample"])]
     listed = [v for s in report["scenarios"] for v in s["violations"][:1]]
     if len(listed) > 1:
         out += ["## First counterexample per scenario", ""]
@@ -71,12 +71,16 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 
 def _zoo_md(zoo: Mapping[str, Any]) -> list[str]:
     models = zoo["models"]
-    out = ["| target | " + " | ".join(models) + " | expected | verdict |",
-           "|---|" + "---|" * len(models) + "---|---|"]
+    out = [
+        "| target | " + " | ".join(models) + " | expected | verdict |",
+        "|---|" + "---|" * len(models) + "---|---|",
+    ]
     for row in zoo["rows"]:
         cells = [", ".join(row["killed"].get(m, [])) or "survived" for m in models]
         out.append(
-            f"| {row['target']} | " + " | ".join(cells) + f" | {row['expected']} | {row['verdict']} |"
+            f"| {row['target']} | "
+            + " | ".join(cells)
+            + f" | {row['expected']} | {row['verdict']} |"
         )
     return out
 

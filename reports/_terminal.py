@@ -33,8 +33,13 @@ def print_summary(report: Mapping[str, Any], console: Console) -> None:
         )
     t = report["totals"]
     table.add_row(
-        "[bold]total[/]", "", str(t["crash_points"]), str(t["distinct_states"]), "",
-        f"[bold]{t['violations']}[/]", end_section=True,
+        "[bold]total[/]",
+        "",
+        str(t["crash_points"]),
+        str(t["distinct_states"]),
+        "",
+        f"[bold]{t['violations']}[/]",
+        end_section=True,
     )
     console.print(table)
     ids = sorted({i for s in report["scenarios"] for i in s["invariants"]}, key=_order)

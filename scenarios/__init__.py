@@ -5,7 +5,7 @@ every crash state, reboots each on a fresh filesystem with a fresh storage and
 checks the invariants of SPEC.md §8.
 """
 
-from . import _catalogue, _mutants  # noqa: F401  (register scenarios and mutants)
+from . import _catalogue, _mutants, _runs  # noqa: F401  (register scenarios and mutants)
 from ._checkers import INVARIANTS, Invariant, Observation, judge
 from ._explore import SECRETS, ExplorationResult, Violation, explore, record
 from ._faults import explore_faults, fault_plan, parse_fault

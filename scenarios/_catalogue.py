@@ -23,7 +23,7 @@ from ..core import (
 from ..faultfs import FileSystem, makedirs, write_bytes
 from ._workload import Expect, Session, scenario
 
-__all__ = ["build_state", "user", "assistant", "tool_result"]
+__all__ = ["assistant", "build_state", "tool_result", "user"]
 
 SID = "s1"
 
@@ -97,8 +97,9 @@ def _existing(fs: FileSystem, base: str) -> Mapping[str, Expect]:
     return {SID: Expect.saved(current)}
 
 
-@scenario("three-saves", "three saves over an existing session (main and bak present)",
-          setup=_existing)
+@scenario(
+    "three-saves", "three saves over an existing session (main and bak present)", setup=_existing
+)
 def three_saves(s: Session) -> None:
     history = [user("v0"), assistant("hi")]
     for i in range(1, 4):
@@ -112,13 +113,22 @@ def two_quick_saves(s: Session) -> None:
     s.save(build_state(user("one"), assistant("two"), running=True))
 
 
-@scenario("stale-ended-marker",
-          "save running, mark not resumable, save running again (a stale marker on disk)")
+@scenario(
+    "stale-ended-marker",
+    "save running, mark not resumable, save running again (a stale marker on disk)",
+)
 def stale_ended_marker(s: Session) -> None:
     s.save(build_state(user("go"), running=True, checkpoint="after_user_input"))
     s.mark_not_resumable(SID)
-    s.save(build_state(user("go"), assistant("resumed"), user("next"), running=True,
-                       checkpoint="after_user_input"))
+    s.save(
+        build_state(
+            user("go"),
+            assistant("resumed"),
+            user("next"),
+            running=True,
+            checkpoint="after_user_input",
+        )
+    )
 
 
 @scenario("mark-then-load", "mark a running session not resumable, then load it")
@@ -142,8 +152,11 @@ def _future_main_v2_bak(fs: FileSystem, base: str) -> Mapping[str, Expect]:
     return {SID: Expect(code="schema_version_unsupported")}
 
 
-@scenario("future-main", "main of a future version (v4) with a v2 bak: load, load_or_create",
-          setup=_future_main_v2_bak)
+@scenario(
+    "future-main",
+    "main of a future version (v4) with a v2 bak: load, load_or_create",
+    setup=_future_main_v2_bak,
+)
 def future_main(s: Session) -> None:
     s.load(SID)
     s.load_or_create(SID)
@@ -152,14 +165,15 @@ def future_main(s: Session) -> None:
 def _corrupt_main_good_bak(fs: FileSystem, base: str) -> Mapping[str, Expect]:
     good = build_state(user("kept"), running=True, checkpoint="suspended")
     whole = _doc(3, "lost")
-    _seed_files(fs, base, {"s1.json": whole[: len(whole) // 2],
-                           "s1.json.bak": encode_bytes(good)})
+    _seed_files(fs, base, {"s1.json": whole[: len(whole) // 2], "s1.json.bak": encode_bytes(good)})
     return {SID: Expect.saved(good)}
 
 
-@scenario("corrupt-main-good-bak",
-          "half-written main with a good bak: load falls back; mark condemns the bak",
-          setup=_corrupt_main_good_bak)
+@scenario(
+    "corrupt-main-good-bak",
+    "half-written main with a good bak: load falls back; mark condemns the bak",
+    setup=_corrupt_main_good_bak,
+)
 def corrupt_main_good_bak(s: Session) -> None:
     s.load(SID)
     s.mark_not_resumable(SID)
@@ -167,14 +181,22 @@ def corrupt_main_good_bak(s: Session) -> None:
 
 
 def _corrupt_main_future_bak(fs: FileSystem, base: str) -> Mapping[str, Expect]:
-    _seed_files(fs, base, {"s1.json": b'{"schemaVersion":3,"sessionId":"s1","hist',
-                           "s1.json.bak": _doc(5, "newer app")})
+    _seed_files(
+        fs,
+        base,
+        {
+            "s1.json": b'{"schemaVersion":3,"sessionId":"s1","hist',
+            "s1.json.bak": _doc(5, "newer app"),
+        },
+    )
     return {SID: Expect(code="schema_version_unsupported")}
 
 
-@scenario("corrupt-main-future-bak",
-          "corrupt main with a future-version bak: unsupported, never created over",
-          setup=_corrupt_main_future_bak)
+@scenario(
+    "corrupt-main-future-bak",
+    "corrupt main with a future-version bak: unsupported, never created over",
+    setup=_corrupt_main_future_bak,
+)
 def corrupt_main_future_bak(s: Session) -> None:
     s.load(SID)
     s.load_or_create(SID)
@@ -185,9 +207,11 @@ def _both_corrupt(fs: FileSystem, base: str) -> Mapping[str, Expect]:
     return {SID: Expect(code="state_corrupt")}
 
 
-@scenario("load-or-create-corrupt",
-          "load_or_create over a session whose main and bak are both corrupt",
-          setup=_both_corrupt)
+@scenario(
+    "load-or-create-corrupt",
+    "load_or_create over a session whose main and bak are both corrupt",
+    setup=_both_corrupt,
+)
 def load_or_create_corrupt(s: Session) -> None:
     s.load_or_create(SID)
     s.load(SID)
@@ -200,27 +224,35 @@ def load_or_create_new(s: Session) -> None:
 
 
 # --- pairing -----------------------------------------------------------------------
-@scenario("tool-call-only-message",
-          "an assistant turn with tool calls and no text, its results, then more")
+@scenario(
+    "tool-call-only-message",
+    "an assistant turn with tool calls and no text, its results, then more",
+)
 def tool_call_only_message(s: Session) -> None:
-    base = [user("read my notes"), assistant("", CALL_A, CALL_B),
-            tool_result(CALL_A, "notes"), tool_result(CALL_B, "results")]
+    base = [
+        user("read my notes"),
+        assistant("", CALL_A, CALL_B),
+        tool_result(CALL_A, "notes"),
+        tool_result(CALL_B, "results"),
+    ]
     s.save(build_state(*base, running=True, checkpoint="after_tool_batch"))
     s.save(build_state(*base, assistant("done")))
 
 
-@scenario("approval-frozen-batch",
-          "a dangerous call frozen for approval (pendingApproval), then approved and run")
+@scenario(
+    "approval-frozen-batch",
+    "a dangerous call frozen for approval (pendingApproval), then approved and run",
+)
 def approval_frozen_batch(s: Session) -> None:
     asked = [user("clean up"), assistant("I will delete temp files", CALL_DANGER)]
-    s.save(build_state(*asked, running=True,
-                       pending_approval=PendingApproval((CALL_DANGER,))))
-    s.save(build_state(*asked, tool_result(CALL_DANGER, "3 files deleted"),
-                       assistant("done")))
+    s.save(build_state(*asked, running=True, pending_approval=PendingApproval((CALL_DANGER,))))
+    s.save(build_state(*asked, tool_result(CALL_DANGER, "3 files deleted"), assistant("done")))
 
 
-@scenario("unpaired-refused",
-          "a save with an unanswered tool call is refused, then the paired one is saved")
+@scenario(
+    "unpaired-refused",
+    "a save with an unanswered tool call is refused, then the paired one is saved",
+)
 def unpaired_refused(s: Session) -> None:
     s.save(build_state(user("one")))
     s.save(build_state(user("one"), assistant("", CALL_A), running=True))
@@ -233,8 +265,10 @@ def media_placeholder(s: Session) -> None:
     s.save(build_state(Message("user", (TextPart("look"), image)), assistant("a pixel")))
 
 
-@scenario("hostile-session-ids",
-          "ids with spaces, unicode and traversal attempts: mapped or refused, never escaping")
+@scenario(
+    "hostile-session-ids",
+    "ids with spaces, unicode and traversal attempts: mapped or refused, never escaping",
+)
 def hostile_session_ids(s: Session) -> None:
     for sid in ("sess 1", "会话-001", "../escape", "a/b", "..", "ok.id_-9"):
         s.save(build_state(user(f"I am {sid}"), session_id=sid))

@@ -286,9 +286,7 @@ def _future(data: bytes) -> bool:
     return version is not None and version > CURRENT_VERSION
 
 
-def judge(
-    obs: Observation, exp: Expectation, *, v1: bool
-) -> tuple[Invariant, str] | None:
+def judge(obs: Observation, exp: Expectation, *, v1: bool) -> tuple[Invariant, str] | None:
     """Judge one load against one expectation.
 
     Returns None when it holds, else the violated invariant and what was expected.

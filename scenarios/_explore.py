@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -195,9 +196,13 @@ def record(workload: Workload, target: Target, *, fault: Fault | None = None) ->
 def _known_blobs(recording: Recording) -> dict[bytes, str]:
     known: dict[bytes, str] = {}
     for call in recording.calls:
-        if call.saved is not None and call.saved.data is not None:
-            if call.kind is CallKind.SAVE or call.error is None:
-                known.setdefault(call.saved.data, call.label)
+        saved = call.saved
+        if (
+            saved is not None
+            and saved.data is not None
+            and (call.kind is CallKind.SAVE or call.error is None)
+        ):
+            known.setdefault(saved.data, call.label)
     for sid, exp in recording.expects.items():
         if exp.state is not None:
             known.setdefault(encode_bytes(exp.state), f"the setup's snapshot of {sid}")
@@ -370,14 +375,26 @@ class Checker:
             for op in confinement_violations(ops, BASE_DIR):
                 k = op.index + 1
                 if k >= from_point and crash_point in (None, k):
-                    emit(Invariant.S1, k, _state_after(recording, k), first,
-                         f"no operation outside {BASE_DIR}", op.render())
+                    emit(
+                        Invariant.S1,
+                        k,
+                        _state_after(recording, k),
+                        first,
+                        f"no operation outside {BASE_DIR}",
+                        op.render(),
+                    )
         if Invariant.S2 in wanted:
             for op, secret in secret_violations(ops, SECRETS):
                 k = op.index + 1
                 if k >= from_point and crash_point in (None, k):
-                    emit(Invariant.S2, k, _state_after(recording, k), first,
-                         "no secret in any file", f"{op.render()} wrote {secret[:6]}…")
+                    emit(
+                        Invariant.S2,
+                        k,
+                        _state_after(recording, k),
+                        first,
+                        "no secret in any file",
+                        f"{op.render()} wrote {secret[:6]}…",
+                    )
 
         workload = self.workload
         for point in crash_points(self.model, recording.initial, ops):
@@ -418,9 +435,14 @@ class Checker:
                         if inv in wanted:
                             emit(inv, k, state, sid, verdict[1], obs.describe())
                     if c1_by_sid.get(sid):
-                        emit(Invariant.C1, k, state, sid,
-                             f"load_or_create raises {obs.code} and writes nothing",
-                             "load_or_create wrote to the disk")
+                        emit(
+                            Invariant.C1,
+                            k,
+                            state,
+                            sid,
+                            f"load_or_create raises {obs.code} and writes nothing",
+                            "load_or_create wrote to the disk",
+                        )
                 if workload.probe is not None and workload.check is not None:
                     if state not in self.probed:
                         self.probed[state] = workload.probe(state, self.target.factory)
@@ -459,10 +481,8 @@ def _probe(
         for sid, o in obs.items():
             if o.state is None and o.code != ErrorCode.SESSION_NOT_FOUND:
                 probe_fs = MemoryFileSystem(state)
-                try:
+                with contextlib.suppress(Exception):
                     target(probe_fs, BASE_DIR).load_or_create(sid)
-                except Exception:
-                    pass
                 c1[sid] = probe_fs.mutations > 0
     check_v1 = Invariant.V1 in wanted
     v1 = {sid: check_v1 and v1_required(state, BASE_DIR, sid) for sid in sessions}

@@ -26,15 +26,28 @@ __all__ = ["FAULTS_BY_OP", "explore_faults", "fault_plan", "parse_fault"]
 _E = FaultKind.ERROR
 FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
     OpKind.MKDIR: ((errno.ENOSPC, _E), (errno.EACCES, _E), (errno.EROFS, _E)),
-    OpKind.CREATE: ((errno.ENOSPC, _E), (errno.EDQUOT, _E), (errno.EACCES, _E),
-                    (errno.EROFS, _E), (errno.EIO, _E)),
-    OpKind.WRITE: ((errno.ENOSPC, _E), (errno.EDQUOT, _E), (errno.EIO, _E),
-                   (errno.ENOSPC, FaultKind.SHORT_WRITE)),
+    OpKind.CREATE: (
+        (errno.ENOSPC, _E),
+        (errno.EDQUOT, _E),
+        (errno.EACCES, _E),
+        (errno.EROFS, _E),
+        (errno.EIO, _E),
+    ),
+    OpKind.WRITE: (
+        (errno.ENOSPC, _E),
+        (errno.EDQUOT, _E),
+        (errno.EIO, _E),
+        (errno.ENOSPC, FaultKind.SHORT_WRITE),
+    ),
     OpKind.TRUNCATE: ((errno.EIO, _E),),
-    OpKind.RENAME: ((errno.EXDEV, _E), (errno.EIO, _E), (errno.EACCES, _E),
-                    (errno.EROFS, _E), (errno.ENOSPC, _E)),
-    OpKind.UNLINK: ((errno.EACCES, _E), (errno.EIO, _E), (errno.EROFS, _E),
-                    (errno.ENOENT, _E)),
+    OpKind.RENAME: (
+        (errno.EXDEV, _E),
+        (errno.EIO, _E),
+        (errno.EACCES, _E),
+        (errno.EROFS, _E),
+        (errno.ENOSPC, _E),
+    ),
+    OpKind.UNLINK: ((errno.EACCES, _E), (errno.EIO, _E), (errno.EROFS, _E), (errno.ENOENT, _E)),
     OpKind.FSYNC: ((errno.EIO, _E), (errno.EIO, FaultKind.FSYNC_LOST)),
     OpKind.FSYNC_DIR: ((errno.EIO, _E),),
 }
@@ -44,9 +57,7 @@ FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
 def fault_plan(ops: Sequence[Op]) -> list[Fault]:
     """Every fault to arm, operation by operation, for a crash-free trace."""
     return [
-        Fault(op.index, code, kind)
-        for op in ops
-        for code, kind in FAULTS_BY_OP.get(op.kind, ())
+        Fault(op.index, code, kind) for op in ops for code, kind in FAULTS_BY_OP.get(op.kind, ())
     ]
 
 
@@ -108,8 +119,10 @@ def explore_faults(
             (c for c in rec.calls if c.begin <= fault.at and (c.end is None or fault.at < c.end)),
             None,
         )
-        if hit is not None and Invariant.F1 in wanted and (
-            hit.error != "state_save_failed" or hit.retryability != "conditional"
+        if (
+            hit is not None
+            and Invariant.F1 in wanted
+            and (hit.error != "state_save_failed" or hit.retryability != "conditional")
         ):
             got = (
                 f"{hit.label} returned normally"
@@ -120,14 +133,25 @@ def explore_faults(
             k = fault.at + 1
             result.violations.append(
                 chk.violation(
-                    rec, Invariant.F1, k, _state_after(rec, k), hit.session_id,
+                    rec,
+                    Invariant.F1,
+                    k,
+                    _state_after(rec, k),
+                    hit.session_id,
                     f"{hit.kind.value} raises state_save_failed (conditional) after "
                     f"{fault.render()}",
-                    got, extra=extra,
+                    got,
+                    extra=extra,
                 )
             )
-        chk.check(rec, result, from_point=fault.at + 1, shard=shard, extra=extra,
-                  end_invariant=Invariant.F1)
+        chk.check(
+            rec,
+            result,
+            from_point=fault.at + 1,
+            shard=shard,
+            extra=extra,
+            end_invariant=Invariant.F1,
+        )
     chk.finish(result)
     result.seconds = time.perf_counter() - started
     return result

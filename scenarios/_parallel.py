@@ -75,8 +75,14 @@ def plan_tasks(
                 specs = plans[name]
                 for i in range(0, max(len(specs), 1), FAULT_SLICE):
                     tasks.append(
-                        Task(name, model, target, tuple(specs[i : i + FAULT_SLICE]),
-                             crash_point, shard)
+                        Task(
+                            name,
+                            model,
+                            target,
+                            tuple(specs[i : i + FAULT_SLICE]),
+                            crash_point,
+                            shard,
+                        )
                     )
     return tasks
 
@@ -87,10 +93,14 @@ def run_task(task: Task) -> ExplorationResult:
     model = MODELS[task.model]
     target = get_target(task.target)
     if task.faults is None:
-        return explore(workload, model=model, target=target, crash_point=task.crash_point,
-                       shard=task.shard)
+        return explore(
+            workload, model=model, target=target, crash_point=task.crash_point, shard=task.shard
+        )
     result = explore_faults(
-        workload, model=model, target=target, shard=task.shard,
+        workload,
+        model=model,
+        target=target,
+        shard=task.shard,
         faults=[parse_fault(s) for s in task.faults],
     )
     if task.crash_point is not None:
@@ -130,7 +140,7 @@ def run_tasks(
                 if progress:
                     progress(i + 1, len(tasks))
     merged: dict[tuple[str, str, bool], ExplorationResult] = {}
-    for task, part in zip(tasks, parts):
+    for task, part in zip(tasks, parts, strict=False):
         if task.group in merged:
             merged[task.group].merge(part)
         else:

@@ -59,9 +59,7 @@ MUTANTS: dict[str, Target] = {}
 """Known-bad storages by bare name (``--target mutant:NAME``)."""
 
 
-def mutant(
-    name: str, *, invariant: str, model: str
-) -> Callable[[type[Any]], type[Any]]:
+def mutant(name: str, *, invariant: str, model: str) -> Callable[[type[Any]], type[Any]]:
     """Register a storage class as ``mutant:NAME``; it must be killed by ``invariant``
     under ``model`` (a persistence model's name, or ``"fault"``). The class docstring
     says what real bug it stands for."""

@@ -25,8 +25,8 @@ from ..core import AgentState, StateError, decode_bytes, encode_bytes
 from ..faultfs import CrashState, FileSystem, RecordingFileSystem
 
 __all__ = [
-    "SCENARIOS",
     "BASE_DIR",
+    "SCENARIOS",
     "Call",
     "CallKind",
     "Expect",
@@ -220,7 +220,6 @@ class Session:
         )
         return self.calls[-1].error is None
 
-
     def recorded(self) -> RecordedStorage:
         """A storage that records each call like this session's methods but raises
         storage errors as the storage does: hand it to code under test (a runtime)."""
@@ -239,8 +238,9 @@ class RecordedStorage:
         except StateError:
             expect = None
         storage = self._s.storage
-        self._s._call(CallKind.SAVE, state.session_id, lambda: storage.save(state), expect,
-                      reraise=True)
+        self._s._call(
+            CallKind.SAVE, state.session_id, lambda: storage.save(state), expect, reraise=True
+        )
 
     def load(self, session_id: str) -> AgentState:
         storage = self._s.storage
@@ -255,23 +255,29 @@ class RecordedStorage:
         storage = self._s.storage
         fresh = Expect.saved(AgentState.new(session_id, dict(initial_metadata or {})))
         result: AgentState = self._s._call(
-            CallKind.LOAD_OR_CREATE, session_id,
-            lambda: storage.load_or_create(session_id, initial_metadata), fresh, reraise=True,
+            CallKind.LOAD_OR_CREATE,
+            session_id,
+            lambda: storage.load_or_create(session_id, initial_metadata),
+            fresh,
+            reraise=True,
         )
         return result
 
     def delete(self, session_id: str) -> None:
         storage = self._s.storage
-        self._s._call(CallKind.DELETE, session_id, lambda: storage.delete(session_id),
-                      reraise=True)
+        self._s._call(CallKind.DELETE, session_id, lambda: storage.delete(session_id), reraise=True)
 
     def exists(self, session_id: str) -> bool:
         return bool(self._s.storage.exists(session_id))
 
     def mark_not_resumable(self, session_id: str) -> None:
         storage = self._s.storage
-        self._s._call(CallKind.MARK_NOT_RESUMABLE, session_id,
-                      lambda: storage.mark_not_resumable(session_id), reraise=True)
+        self._s._call(
+            CallKind.MARK_NOT_RESUMABLE,
+            session_id,
+            lambda: storage.mark_not_resumable(session_id),
+            reraise=True,
+        )
 
 
 Setup = Callable[[FileSystem, str], Mapping[str, Expect]]

@@ -6,7 +6,6 @@ import json
 import pathlib
 
 import pytest
-
 from crashpoint._cli import main
 from crashpoint.scenarios import MUTANTS, SCENARIOS
 
@@ -26,12 +25,16 @@ def test_default_run_passes_and_writes_both_reports(tmp_path: pathlib.Path) -> N
         assert {"name", "crash_points", "distinct_states", "violations"} <= set(s)
     assert report["totals"]["crash_points"] >= 60
     assert report["totals"]["violations"] == 0
-    assert report["totals"]["distinct_states"] == sum(s["distinct_states"] for s in report["scenarios"])
+    assert report["totals"]["distinct_states"] == sum(
+        s["distinct_states"] for s in report["scenarios"]
+    )
     md = (tmp_path / "report.md").read_text()
     assert "no violation" in md and "three-saves" in md
 
 
-@pytest.mark.parametrize("name", [n for n, t in MUTANTS.items() if t.expected and t.expected[1] == "process-crash"])
+@pytest.mark.parametrize(
+    "name", [n for n, t in MUTANTS.items() if t.expected and t.expected[1] == "process-crash"]
+)
 def test_every_mutant_exits_1_with_its_counterexample(name: str, tmp_path: pathlib.Path) -> None:
     code, report = run(["--target", f"mutant:{name}"], tmp_path)
     assert code == 1
@@ -80,7 +83,9 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     assert not (out / "report.json").exists()
 
 
-def test_out_that_is_a_file_is_refused(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_that_is_a_file_is_refused(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "file"
     f.write_text("keep me")
     assert main(["explore", "--out", str(f)]) == 2

@@ -4,7 +4,6 @@ invariant it stands for, and the seed fails exactly where SPEC.md §8 says."""
 from __future__ import annotations
 
 import pytest
-
 from crashpoint.faultfs import PROCESS_CRASH
 from crashpoint.scenarios import (
     INVARIANTS,
@@ -35,7 +34,9 @@ def test_reference_passes_every_scenario_under_process_crash(name: str) -> None:
     assert result.distinct_states >= 1
 
 
-PROCESS_CRASH_MUTANTS = [n for n, t in MUTANTS.items() if t.expected and t.expected[1] == "process-crash"]
+PROCESS_CRASH_MUTANTS = [
+    n for n, t in MUTANTS.items() if t.expected and t.expected[1] == "process-crash"
+]
 
 
 @pytest.mark.parametrize("name", PROCESS_CRASH_MUTANTS)

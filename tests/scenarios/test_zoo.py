@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import pathlib
 
 import pytest
-
 from crashpoint._cli import main
 from crashpoint.core import AgentState, FileStateStorage
 from crashpoint.faultfs import (
@@ -53,13 +53,16 @@ def test_reference_passes_every_fault_under_every_model(model: str) -> None:
 
 def test_seed_under_power_loss_loses_both_main_and_bak() -> None:
     """SPEC §8: two quick saves, a power cut, main and bak both empty: state_corrupt (R1)."""
-    result = explore(SCENARIOS["two-quick-saves"], model=MODELS["power-loss"], target=TARGETS["seed"])
+    result = explore(
+        SCENARIOS["two-quick-saves"], model=MODELS["power-loss"], target=TARGETS["seed"]
+    )
     assert "R1" in result.killed_by()
     both_lost = [
         v
         for v in result.violations
         if v.crash_state["s1.json"] in ("empty",) or v.crash_state["s1.json"].startswith("zero")
-        if v.crash_state["s1.json.bak"] in ("empty",) or v.crash_state["s1.json.bak"].startswith("zero")
+        if v.crash_state["s1.json.bak"] in ("empty",)
+        or v.crash_state["s1.json.bak"].startswith("zero")
     ]
     assert both_lost, [v.crash_state for v in result.violations]
     v = min(both_lost, key=lambda v: v.crash_point)
@@ -102,11 +105,26 @@ def test_zoo_cli_exits_0_and_writes_the_matrix(tmp_path: pathlib.Path) -> None:
 
 def test_zoo_exits_1_when_a_mutant_survives(tmp_path: pathlib.Path) -> None:
     """The zoo's own check has teeth: a "mutant" that is really the reference survives."""
-    fake = Target("mutant:not-really", TARGETS["reference"].factory, "the reference", ("R1", "process-crash"))
+    fake = Target(
+        "mutant:not-really", TARGETS["reference"].factory, "the reference", ("R1", "process-crash")
+    )
     MUTANTS["not-really"] = fake
     try:
-        assert main(["explore", "--zoo", "--model", "process-crash", "--scenario", "first-save",
-                     "--out", str(tmp_path)]) == 1
+        assert (
+            main(
+                [
+                    "explore",
+                    "--zoo",
+                    "--model",
+                    "process-crash",
+                    "--scenario",
+                    "first-save",
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 1
+        )
     finally:
         del MUTANTS["not-really"]
 
@@ -123,10 +141,8 @@ class _SwallowsFsyncErrors(FileStateStorage):
         real = fs.fsync
 
         def tolerant(path: str) -> None:
-            try:
+            with contextlib.suppress(OSError):
                 real(path)
-            except OSError:
-                pass
 
         fs.fsync = tolerant  # type: ignore[method-assign]
         try:
@@ -179,7 +195,7 @@ def test_failed_save_raises_state_save_failed_and_keeps_main_and_bak() -> None:
         storage = FileStateStorage(rec, "/data/s")  # type: ignore[arg-type]
         try:
             storage.save(build_state(user("a"), user("b"), user("c")))
-        except Exception as exc:  # noqa: BLE001 - the assertion is on its type
+        except Exception as exc:
             assert getattr(exc, "code", None) == "state_save_failed"
             assert str(getattr(exc, "retryability", "")) == "conditional"
         after = rec.inner.crash_state()  # type: ignore[attr-defined]
@@ -187,7 +203,9 @@ def test_failed_save_raises_state_save_failed_and_keeps_main_and_bak() -> None:
             if rec.trace.ops[at].kind.value not in ("rename", "unlink", "fsync_dir"):
                 assert after.file(name) == before.file(name), (at, name)
         assert FileStateStorage(MemoryFileSystem(after), "/data/s").load("s1").messages[-1] in (
-            user("b"), user("c"))
+            user("b"),
+            user("c"),
+        )
 
 
 # --- SimulatedCrash cannot be swallowed ----------------------------------------------------
@@ -197,17 +215,13 @@ class _Swallower(FileStateStorage):
     def save(self, state: AgentState) -> None:
         try:
             super().save(state)
-        except BaseException:  # noqa: BLE001 - the point of the test
+        except BaseException:
             pass
         finally:
-            try:
+            with contextlib.suppress(BaseException):
                 self.fs.unlink(self.path(state.session_id, ".tmp"))
-            except BaseException:  # noqa: BLE001
-                pass
-            try:
+            with contextlib.suppress(BaseException):
                 self.fs.create("/data/s/cleanup-was-here")
-            except BaseException:  # noqa: BLE001
-                pass
 
 
 def test_simulated_crash_cannot_be_swallowed_and_leaves_the_frozen_state() -> None:

@@ -8,7 +8,6 @@ import hashlib
 import json
 
 import pytest
-
 from crashpoint.core import (
     AgentState,
     ErrorCode,
@@ -109,9 +108,9 @@ def _op_index(kind: OpKind, path_suffix: str, dst_suffix: str | None = None) -> 
     rec = RecordingFileSystem(fs)
     file_storage(rec).save(state("s1", "one", "two"))  # type: ignore[arg-type]
     for op in rec.trace.ops:
-        if op.kind is kind and op.path.endswith(path_suffix):
-            if dst_suffix is None or (op.dst or "").endswith(dst_suffix):
-                return op.index
+        dst_ok = dst_suffix is None or (op.dst or "").endswith(dst_suffix)
+        if op.kind is kind and op.path.endswith(path_suffix) and dst_ok:
+            return op.index
     raise AssertionError("operation not found")
 
 
@@ -284,7 +283,10 @@ def test_sync_none_is_the_seed_sequence() -> None:
     rec = RecordingFileSystem(MemoryFileSystem(dirs=("/data",)))
     file_storage(rec, sync="none").save(state())  # type: ignore[arg-type]
     assert [op.kind for op in rec.trace.ops] == [
-        OpKind.MKDIR, OpKind.CREATE, OpKind.WRITE, OpKind.RENAME,
+        OpKind.MKDIR,
+        OpKind.CREATE,
+        OpKind.WRITE,
+        OpKind.RENAME,
     ]
 
 
@@ -309,9 +311,9 @@ def test_invalid_session_id_is_refused_before_any_write(storage: FileStateStorag
 
 
 def test_storage_module_never_imports_os() -> None:
-    import crashpoint.core._storage as mod
-
     import pathlib
+
+    import crashpoint.core._storage as mod
 
     source = pathlib.Path(mod.__file__).read_text(encoding="utf-8")
     assert "import os" not in source and "from os" not in source
