@@ -10,9 +10,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from .faultfs import PersistenceModel
+    from .scenarios import ExplorationResult, Target, Workload
+    from .scenarios._parallel import Task
 
 __all__ = ["main"]
 
@@ -55,7 +61,9 @@ def _positive(text: str) -> int:
     return value
 
 
-def _with_progress(tasks, jobs, run):  # type: ignore[no-untyped-def]
+def _with_progress(
+    tasks: Sequence[Task], jobs: int, run: Callable[..., list[ExplorationResult]]
+) -> list[ExplorationResult]:
     """Run with a rich progress bar on a terminal, quietly otherwise."""
     if not sys.stderr.isatty():
         return run(tasks, jobs=jobs)
@@ -166,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
-def _resolve(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _resolve(
+    args: argparse.Namespace,
+) -> tuple[list[Workload], list[PersistenceModel], Target]:
     from .faultfs import MODELS
     from .scenarios import SCENARIOS, get_target
 
@@ -261,7 +271,13 @@ def _explore(args: argparse.Namespace, console: Console) -> int:
     return EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
 
 
-def _zoo(args, workloads, models, out, console: Console) -> int:  # type: ignore[no-untyped-def]
+def _zoo(
+    args: argparse.Namespace,
+    workloads: Sequence[Workload],
+    models: Sequence[PersistenceModel],
+    out: str,
+    console: Console,
+) -> int:
     from .reports import build_report, print_zoo, write_json, write_markdown, zoo_dict
     from .scenarios import kill_matrix
 

@@ -41,7 +41,7 @@ def violation_dict(v: Violation) -> dict[str, Any]:
     inv = Invariant(v.invariant)
     return {
         "invariant": v.invariant,
-        "title": inv.title,
+        "title": inv.label,
         "severity": inv.severity,
         "scenario": v.scenario,
         "model": v.model,

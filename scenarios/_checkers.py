@@ -72,7 +72,7 @@ class Invariant(str, enum.Enum):
     """terminal-honoured: once the terminal path returned, no load offers a resume."""
 
     @property
-    def title(self) -> str:
+    def label(self) -> str:
         return _TITLES[self][0]
 
     @property

@@ -86,7 +86,7 @@ class Violation:
     def render(self) -> str:
         files = "\n".join(f"    {name}: {what}" for name, what in self.crash_state.items())
         return (
-            f"{self.invariant} ({Invariant(self.invariant).title}) violated in scenario "
+            f"{self.invariant} ({Invariant(self.invariant).label}) violated in scenario "
             f"{self.scenario!r} under {self.model}, target {self.target}\n"
             f"  crash point {self.crash_point}: after {self.last_done}, before {self.operation}\n"
             f"  crash state:\n{files}\n"
