@@ -136,11 +136,10 @@ class RecordingFileSystem:
             raise self.crashed
         index = len(self.trace.ops)
         # The trace holds normalised paths: what the operation really touched.
-        op = dataclasses.replace(
-            op,
-            path=posixpath.normpath(op.path),
-            dst=None if op.dst is None else posixpath.normpath(op.dst),
-        )
+        path = posixpath.normpath(op.path)
+        dst = None if op.dst is None else posixpath.normpath(op.dst)
+        if path != op.path or dst != op.dst:
+            op = dataclasses.replace(op, path=path, dst=dst)
         if self.crash_at is not None and index >= self.crash_at:
             self.crashed = SimulatedCrash(index, op.path)
             raise self.crashed
