@@ -153,7 +153,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    console = Console(stderr=False, highlight=False, soft_wrap=True)
+    # Logs and CI are not terminals: give tables room rather than rich's 80 columns.
+    width = None if sys.stdout.isatty() else 160
+    console = Console(stderr=False, highlight=False, soft_wrap=True, width=width)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         args = _parser().parse_args(argv)
@@ -281,9 +283,12 @@ def _zoo(
     from .reports import build_report, print_zoo, write_json, write_markdown, zoo_dict
     from .scenarios import kill_matrix
 
+    from .scenarios._parallel import default_jobs
+
     rows, reference = kill_matrix(
         models=models,
         workloads=workloads,
+        jobs=args.jobs if args.jobs is not None else default_jobs(),
         progress=lambda name: console.print(f"exploring {name} …", style="dim"),
     )
     zoo = zoo_dict(rows, [m.name for m in models])

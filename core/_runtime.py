@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ._errors import StateError
+from ._errors import ErrorCode, StateError
 from ._ids import redact, safe_session_file_name
 from ._pairing import tool_calls_paired, truncate_to_paired
 from ._state import (
@@ -283,17 +283,6 @@ class _BatchBroken(Exception):
 
 _NOT_EXECUTED = "not executed: {why}"
 
-# Lifecycle bugs a mutant target can switch on (scenarios/_runs.py); never set by users.
-_KNOWN_BUGS = frozenset(
-    {
-        "running-flag-after-save",
-        "terminal-failure-unmarked",
-        "suspend-failure-marks-ended",
-        "toolcall-saved-before-pairing",
-        "resume-reuses-stream",
-    }
-)
-
 
 class AgentRuntime:
     """Runs an agent loop over one session and persists it at safe checkpoints (SPEC §7).
@@ -309,7 +298,7 @@ class AgentRuntime:
     Raises:
         StateError: ``invalid_session_id``.
 
-    The state is loaded lazily: by :meth:`run` (``load_or_create``), :meth:`resume`
+    The state is loaded lazily: by :meth:`run` (a new session starts fresh), :meth:`resume`
     (``load``), or :meth:`approve`/:meth:`deny`/:meth:`cancel` when none is loaded.
 
     Example::
@@ -341,6 +330,9 @@ class AgentRuntime:
         self._active = False
         self._state: AgentState | None = None
         self._save_errors: list[StateError] = []
+        # Lifecycle bugs a mutant target switches on (scenarios/_runs.py), never users:
+        # running-flag-after-save, terminal-failure-unmarked, suspend-failure-marks-ended,
+        # toolcall-saved-before-pairing, resume-reuses-stream.
         self._bugs: frozenset[str] = frozenset()
         self.model_calls = 0
         """Model calls this runtime opened (each one a new connection)."""
@@ -408,7 +400,8 @@ class AgentRuntime:
     def run(self, user_text: str) -> RunOutcome:
         """Start a run with the user's message and drive it until it stops.
 
-        Loads the session with ``load_or_create`` if nothing is loaded yet. Saves
+        Loads the session if nothing is loaded yet (a new session starts from a
+        fresh state, first written by this save, SPEC §6 ``load_or_create``). Saves
         ``after_user_input`` with ``is_running`` already true, then loops: a model
         call; a reply without tool calls is saved at ``after_assistant_turn`` and the
         run completes; a batch is run and saved at ``after_tool_batch``; a batch
@@ -420,13 +413,14 @@ class AgentRuntime:
         Raises:
             RunConflict: a run is in progress, or the session is running (resume,
                 approve or cancel it first).
-            StateError: from ``load_or_create``; ``state_save_failed`` when a
-                terminal save and the following ``mark_not_resumable`` both fail.
-                Failed autosaves do not raise (see :attr:`RunOutcome.save_errors`).
+            StateError: from loading (any code but ``session_not_found``);
+                ``state_save_failed`` when a terminal save and the following
+                ``mark_not_resumable`` both fail. Failed autosaves do not raise (see
+                :attr:`RunOutcome.save_errors`).
         """
         with self._activity():
             if self._state is None:
-                self._state = self._storage.load_or_create(self.session_id)
+                self._state = self._load_or_new()
             state = self._state
             if state.is_running:
                 raise RunConflict(
@@ -656,6 +650,16 @@ class AgentRuntime:
                 state.messages.append(_not_executed(call, why))
         state.pending_approval = None
 
+    def _load_or_new(self) -> AgentState:
+        """``load``; a fresh, unsaved state only when the session is not found (the
+        ``after_user_input`` save creates it). Any other load error is raised."""
+        try:
+            return self._storage.load(self.session_id)
+        except StateError as exc:
+            if exc.code != ErrorCode.SESSION_NOT_FOUND:
+                raise
+        return AgentState.new(self.session_id)
+
     def _frozen_state(self) -> AgentState:
         if self._state is None:
             self._state = self._storage.load(self.session_id)
@@ -696,14 +700,19 @@ class AgentRuntime:
 
     def _terminal(self, checkpoint: Checkpoint, *, error: str | None = None) -> RunOutcome:
         """The one terminal path (seed §10): full save; on failure mark_not_resumable;
-        if that fails too, raise its StateError (the save's error as its context)."""
+        if that fails too, raise its StateError (the save's error as ``__context__``)."""
         state = self._live()
         state.is_running = False
         state.pending_run_checkpoint = None
         if error is not None:
             state.last_error = error
-        if self._save(checkpoint) is not None and "terminal-failure-unmarked" not in self._bugs:
-            self._mark()
+        failed = self._save(checkpoint)
+        if failed is not None and "terminal-failure-unmarked" not in self._bugs:
+            try:
+                self._mark()
+            except StateError as exc:
+                exc.__context__ = failed
+                raise
         self._emit(EventKind.TERMINAL, checkpoint.value)
         status = RunStatus(checkpoint.value)
         return self._outcome(status, checkpoint, error=error)

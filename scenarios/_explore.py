@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core import ErrorCode, encode_bytes
@@ -352,10 +352,12 @@ class Checker:
         crash_point: int | None = None,
         shard: tuple[int, int] | None = None,
         from_point: int = 0,
+        only: Collection[int] | None = None,
         extra: str = "",
         end_invariant: Invariant | None = None,
     ) -> None:
-        """Judge every crash point ``k >= from_point`` of ``recording`` into ``result``.
+        """Judge every crash point ``k >= from_point`` of ``recording`` into ``result``
+        (only those in ``only``, when given).
 
         ``end_invariant``: the invariant a finding at the end of the run (no crash)
         is reported under (F1 for a faulted run), instead of R1/D1.
@@ -400,6 +402,8 @@ class Checker:
         for point in crash_points(self.model, recording.initial, ops):
             k = point.index
             if k < from_point or crash_point not in (None, k):
+                continue
+            if only is not None and k not in only:
                 continue
             states = point.states
             if shard is not None:

@@ -92,9 +92,14 @@ def explore_faults(
     checker: Iterable[Invariant | str] | None = None,
     faults: Sequence[Fault] | None = None,
     shard: tuple[int, int] | None = None,
+    crash_window: int | None = 1,
 ) -> ExplorationResult:
     """Run ``workload`` once per fault of :func:`fault_plan` (or ``faults``) and check
-    F1 plus every invariant at each crash point from the fault on.
+    F1, then every invariant at the crash points after the fault.
+
+    ``crash_window``: how many crash points right after the failed operation are
+    explored (default 1: a crash right after the failure), plus the end of the run
+    (no crash: F1); None explores every crash point from the fault on.
 
     Returns an :class:`ExplorationResult` whose ``faults`` counts the faulted runs.
     """
@@ -144,10 +149,17 @@ def explore_faults(
                     extra=extra,
                 )
             )
+        end = len(rec.ops)
+        only = (
+            None
+            if crash_window is None
+            else {*range(fault.at + 1, min(fault.at + 1 + crash_window, end + 1)), end}
+        )
         chk.check(
             rec,
             result,
             from_point=fault.at + 1,
+            only=only,
             shard=shard,
             extra=extra,
             end_invariant=Invariant.F1,

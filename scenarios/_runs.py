@@ -67,7 +67,7 @@ from ._explore import SECRETS
 from ._targets import mutant
 from ._workload import BASE_DIR, Finding, Session, scenario
 
-__all__ = ["ResumeProbe", "check_run", "expected_resumability", "probe_resume"]
+__all__ = ["Resumability", "ResumeProbe", "check_run", "expected_resumability", "probe_resume"]
 
 CALL_C = ToolCall("call_c", "summarize", '{"sentences": 3}')
 
@@ -88,7 +88,7 @@ class _Plan:
 
 def _bug_of(storage: object) -> frozenset[str]:
     bug = getattr(storage, "runtime_bug", None)
-    return frozenset({bug}) if isinstance(bug, str) else frozenset()
+    return frozenset({bug}) if isinstance(bug, str) and bug else frozenset()
 
 
 def _runtime(
@@ -110,13 +110,12 @@ def _injected_failure(what: str) -> StateError:
 
 
 class _FlakyStorage:
-    """The recorded storage, with the next save or mark made to fail on demand (a full
-    disk before the first byte: nothing is written, so nothing needs recording)."""
+    """The recorded storage, with the next saves made to fail on demand (a full disk
+    before the first byte: nothing is written, so nothing needs recording)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.fail_saves = 0
-        self.fail_marks = 0
 
     def save(self, state: AgentState) -> None:
         if self.fail_saves:
@@ -125,9 +124,6 @@ class _FlakyStorage:
         self._inner.save(state)
 
     def mark_not_resumable(self, session_id: str) -> None:
-        if self.fail_marks:
-            self.fail_marks -= 1
-            raise _injected_failure("mark_not_resumable")
         self._inner.mark_not_resumable(session_id)
 
     def load(self, session_id: str) -> AgentState:
@@ -145,6 +141,21 @@ class _FlakyStorage:
 
     def exists(self, session_id: str) -> bool:
         return bool(self._inner.exists(session_id))
+
+
+@dataclass(frozen=True, slots=True)
+class _Trigger:
+    kind: EventKind
+    do: Callable[[AgentRuntime], object]
+    index: int
+    model_call: int
+
+    def matches(self, event: RunEvent, model_call: int) -> bool:
+        return (
+            event.kind is self.kind
+            and event.index == self.index
+            and (not self.model_call or model_call == self.model_call)
+        )
 
 
 _MARKED = {
@@ -168,11 +179,29 @@ class _Drive:
     model: ScriptedModel
     tools: ScriptedTools
     fail_checkpoints: list[str] = field(default_factory=list)
+    triggers: list[_Trigger] = field(default_factory=list)
     model_call: int = 0
+
+    def when(
+        self,
+        kind: EventKind,
+        do: Callable[[AgentRuntime], object],
+        *,
+        index: int = 0,
+        model_call: int = 0,
+    ) -> None:
+        """Call ``do(runtime)`` once, at the first ``kind`` event with ``index`` (during
+        model call number ``model_call``, when given): a deterministic interruption."""
+        self.triggers.append(_Trigger(kind, do, index, model_call))
 
     def on(self, event: RunEvent) -> None:
         if event.kind is EventKind.MODEL_CALL:
             self.model_call = event.index
+        for trigger in self.triggers:
+            if trigger.matches(event, self.model_call):
+                self.triggers.remove(trigger)
+                trigger.do(self.runtime)
+                break
         if event.kind is EventKind.SAVE and event.name in self.fail_checkpoints:
             self.fail_checkpoints.remove(event.name)
             self.storage.fail_saves += 1
@@ -193,37 +222,16 @@ class _Drive:
             return None
 
 
-def _drive(
-    s: Session, plan: _Plan, *, fail: Iterable[str] = (), listener: Callable[..., None] | None = None
-) -> _Drive:
+def _drive(s: Session, plan: _Plan, *, fail: Iterable[str] = ()) -> _Drive:
+    """The runtime a workload drives: over ``s.recorded()`` (saves named in ``fail``
+    fail once, injected), with the plan's fakes, the API key, and events as marks."""
     storage = _FlakyStorage(s.recorded())
     model = ScriptedModel(plan.script, api_key=SECRETS[0])
     tools = ScriptedTools(dangerous=plan.dangerous, interrupt=plan.interrupt)
     rt = _runtime(storage, _bug_of(s.storage), model, tools)
     d = _Drive(s, rt, storage, model, tools, list(fail))
     rt.add_listener(d.on)
-    if listener is not None:
-        rt.add_listener(listener)
     return d
-
-
-def _once(
-    kind: EventKind, action: Callable[[], object], *, index: int = 0, model_call: int = 0,
-    drive: list[_Drive] | None = None,
-) -> Callable[[RunEvent], None]:
-    """A listener that calls ``action`` once, at the first ``kind`` event with ``index``
-    (during model call ``model_call`` when given)."""
-    fired = [False]
-
-    def listener(event: RunEvent) -> None:
-        if fired[0] or event.kind is not kind or event.index != index:
-            return
-        if model_call and drive and drive[0].model_call != model_call:
-            return
-        fired[0] = True
-        action()
-
-    return listener
 
 
 # --- the resume probe and the checkers ----------------------------------------------------
@@ -364,13 +372,21 @@ def probe_resume(
 
 
 @dataclass(frozen=True, slots=True)
-class _Expected:
+class Resumability:
+    """What ``isRunning`` a load may show at one crash point of a run workload.
+
+    Attributes:
+        allowed: the acceptable values.
+        why: the runtime marks that decided it, for reports.
+        returned: the terminal path had returned and no new run had begun (T1).
+    """
+
     allowed: frozenset[bool]
-    last: str  # the last checkpoint the runtime saved (or was saving), for messages
-    returned: bool  # the terminal path returned and no new run began since
+    why: str
+    returned: bool
 
 
-def expected_resumability(marks: Sequence[str]) -> _Expected:
+def expected_resumability(marks: Sequence[str]) -> Resumability:
     """Fold the runtime marks before a crash point into what ``isRunning`` a load may
     show (SPEC §7): a checkpoint's save sets it (``after_*``, ``awaiting_approval``,
     ``suspended``: running; ``complete``, ``cancelled``, ``error``: not); a save in
@@ -378,68 +394,84 @@ def expected_resumability(marks: Sequence[str]) -> _Expected:
     terminal save (a failed suspend save never marks, seed §10.2)."""
     current: set[bool] = {False}
     inflight: bool | None = None
-    last = "nothing"
+    notes = ["no checkpoint saved"]
     terminal_failed = False
     returned = False
     for label in marks:
         if label == "terminal:returned":
             returned = True
+            notes.append("terminal path returned")
             continue
         if not label.startswith("rt:"):
             continue
         _, kind, name = label.split(":", 2)
         if kind == "save":
-            inflight, last = name in _RESUMABLE, name
+            inflight = name in _RESUMABLE
+            notes.append(f"{name} in flight")
             if name == Checkpoint.AFTER_USER_INPUT.value:
                 returned = terminal_failed = False
         elif kind == "saved":
             current, inflight = {name in _RESUMABLE}, None
+            notes = [f"{name} saved"]
         elif kind == "save_failed":
             current.add(name in _RESUMABLE)
             inflight = None
             terminal_failed = name in _TERMINAL
-        elif kind == "mark" and terminal_failed:
-            inflight = False
-        elif kind == "marked" and terminal_failed:
-            current, inflight = {False}, None
-        elif kind == "mark_failed" and terminal_failed:
-            current.add(False)
+            notes[-1] = f"{name} failed"
+        elif kind == "mark":
+            if terminal_failed:
+                inflight = False
+            notes.append("mark_not_resumable" + ("" if terminal_failed else " (not allowed)"))
+        elif kind in ("marked", "mark_failed") and terminal_failed:
+            current = {False} if kind == "marked" else current | {False}
             inflight = None
+            notes[-1] = "mark_not_resumable " + ("done" if kind == "marked" else "failed")
     allowed = set(current)
     if inflight is not None:
         allowed.add(inflight)
-    return _Expected(frozenset(allowed), last, returned)
+    return Resumability(frozenset(allowed), "; ".join(notes), returned)
 
 
 def _running(value: bool) -> str:
     return f"isRunning={str(value).lower()}"
 
 
+def _gave(probe: ResumeProbe) -> str:
+    """What load gave, as the report's ``load(...) gave:`` line continues."""
+    if probe.loaded_running is None:
+        return f"error {probe.load_error}"
+    text = _running(probe.loaded_running)
+    if probe.loaded_checkpoint is not None:
+        text += f", checkpoint={probe.loaded_checkpoint}"
+    return text
+
+
 def check_run(probe: ResumeProbe, k: int, marks: Sequence[str]) -> list[Finding]:
     """Judge one crash point ``k`` of a run workload: N1, H1, T1 and the resumed run's
-    pairing (P1). See the module docstring."""
+    pairing (P1). ``marks`` are the trace marks recorded before ``k``. See the module
+    docstring."""
     found: list[Finding] = []
+    gave = _gave(probe)
 
     def finding(inv: str, expected: str, got: str) -> None:
-        found.append(Finding(inv, SID, expected, got))
+        found.append(Finding(inv, SID, expected, f"{gave}; {got}"))
 
     rerun = [cid for cid in probe.persisted_results if probe.executed(cid)]
     if rerun:
         finding(
             "N1",
             "no tool whose result is persisted runs again on resume",
-            f"resume executed {', '.join(rerun)} again (result already persisted)",
+            f"resume executed {', '.join(rerun)} again",
         )
 
-    # H1, the resume itself: exactly when running; fresh calls only.
-    if probe.loaded_running is None or not probe.loaded_running:
+    # H1, the resume itself: exactly when running; fresh model calls only.
+    if not probe.loaded_running:
         if probe.resumed or probe.journal:
             finding(
                 "H1",
-                "no resume: the loaded state is not running"
-                if probe.loaded_running is not None
-                else f"no resume: load failed ({probe.load_error})",
-                f"resume gave {probe.resume_status} and did {', '.join(probe.journal) or 'nothing'}",
+                "no resume: the loaded state is not running",
+                f"resume gave {probe.resume_status}, "
+                f"then ran: {', '.join(probe.journal) or 'nothing'}",
             )
     elif not probe.resumed:
         finding("H1", "a resume: the loaded state is running", f"resume gave {probe.resume_status}")
@@ -449,23 +481,23 @@ def check_run(probe: ResumeProbe, k: int, marks: Sequence[str]) -> list[Finding]
             if entry == "model":
                 break
             before_model.append(entry)
-        allowed_first = {f"tool:{cid}" for cid in probe.frozen}
-        stray = [e for e in before_model if e not in allowed_first]
+        approved = {f"tool:{cid}" for cid in probe.frozen}
+        stray = [e for e in before_model if e not in approved]
         if probe.needs_model and not probe.journal:
-            finding("H1", "resume starts with a fresh model call", "no model call was made")
+            finding("H1", "resume starts with a fresh model call", "resume made no model call")
         elif stray:
             finding(
                 "H1",
-                "resume starts with a fresh model call (only an approved frozen batch may run "
+                "resume starts with a fresh model call (only an approved frozen batch runs "
                 "before it)",
-                f"before any model call it ran {', '.join(stray)}",
+                f"before any model call resume ran {', '.join(stray)}",
             )
         if probe.added_replies > probe.model_completed:
             finding(
                 "H1",
                 "every reply after resume comes from a new model call",
-                f"{probe.added_replies} replies added, {probe.model_completed} model calls "
-                "completed (an old reply was replayed)",
+                f"resume added {probe.added_replies} replies from {probe.model_completed} "
+                "completed model calls (an old reply was replayed)",
             )
 
     # T1 and H1: what the loaded state offers, given where the run stood at k.
@@ -476,18 +508,12 @@ def check_run(probe: ResumeProbe, k: int, marks: Sequence[str]) -> list[Finding]
             if offers or probe.resumed:
                 finding(
                     "T1",
-                    "not resumable: the terminal path had returned",
-                    f"load gave {_running(probe.loaded_running)}"
-                    + (f", checkpoint={probe.loaded_checkpoint}" if probe.loaded_checkpoint else "")
-                    + f"; resume gave {probe.resume_status}",
+                    f"not resumable ({exp.why})",
+                    f"resume gave {probe.resume_status}",
                 )
         elif probe.loaded_running not in exp.allowed:
             want = " or ".join(_running(v) for v in sorted(exp.allowed))
-            finding(
-                "H1",
-                f"{want} (the runtime's last checkpoint save: {exp.last})",
-                f"load gave {_running(probe.loaded_running)}",
-            )
+            finding("H1", f"{want} ({exp.why})", "the state's resumability is wrong")
 
     if not probe.final_paired or probe.reloaded_paired is False:
         finding(
@@ -513,10 +539,14 @@ def _register(
 # --- the run workloads ---------------------------------------------------------------------
 PLAIN = _Plan(("Hello! How can I help you today?",))
 TWO_BATCHES = _Plan(((CALL_A, CALL_B), (CALL_C,), "Your notes say: ship the release."))
-APPROVAL = _Plan(((CALL_DANGER,), "Deleted the temporary files."), dangerous=frozenset({"delete_files"}))
+APPROVAL = _Plan(
+    ((CALL_DANGER,), "Deleted the temporary files."), dangerous=frozenset({"delete_files"})
+)
 SUSPEND_STREAM = _Plan(((CALL_A,), "A long answer that streams in many small chunks."))
 SUSPEND_TOOLS = _Plan(((CALL_A, CALL_B, CALL_C), "A summary of the three results."))
-SUSPEND_TRUNCATE = _Plan(((CALL_A, CALL_B), "Both tools answered."), interrupt=frozenset({"call_b"}))
+SUSPEND_TRUNCATE = _Plan(
+    ((CALL_A, CALL_B), "Both tools answered."), interrupt=frozenset({"call_b"})
+)
 CANCEL = _Plan(((CALL_A, CALL_B), "This reply is never asked for."))
 MODEL_ERROR = _Plan(((CALL_A,), ModelError("503 service unavailable")))
 TERMINAL_FAILURE = _Plan(("The final answer.",))
@@ -529,17 +559,21 @@ def run_plain_reply(s: Session) -> None:
     d.attempt(lambda: d.runtime.run("hello"))
 
 
-@_register("run-two-tool-batches",
-           "an agent run with two tool batches, each saved once paired, then a reply",
-           TWO_BATCHES)
+@_register(
+    "run-two-tool-batches",
+    "an agent run with two tool batches, each saved once paired, then a reply",
+    TWO_BATCHES,
+)
 def run_two_tool_batches(s: Session) -> None:
     d = _drive(s, TWO_BATCHES)
     d.attempt(lambda: d.runtime.run("read my notes, search, summarize"))
 
 
-@_register("run-approval",
-           "a dangerous tool's batch frozen for approval (pendingApproval), approved, run",
-           APPROVAL)
+@_register(
+    "run-approval",
+    "a dangerous tool's batch frozen for approval (pendingApproval), approved, run",
+    APPROVAL,
+)
 def run_approval(s: Session) -> None:
     d = _drive(s, APPROVAL)
     out = d.attempt(lambda: d.runtime.run("clean up the temp files"))
@@ -547,77 +581,79 @@ def run_approval(s: Session) -> None:
         d.attempt(d.runtime.approve)
 
 
-@_register("run-suspend-stream",
-           "suspend requested during a model stream: abandoned, suspended, resumed anew",
-           SUSPEND_STREAM)
+@_register(
+    "run-suspend-stream",
+    "suspend requested during a model stream: abandoned, suspended, resumed anew",
+    SUSPEND_STREAM,
+)
 def run_suspend_stream(s: Session) -> None:
-    cell: list[_Drive] = []
-    d = _drive(s, SUSPEND_STREAM, listener=_once(
-        EventKind.CHUNK, lambda: cell[0].runtime.request_suspend(), index=1, model_call=2,
-        drive=cell))
-    cell.append(d)
+    d = _drive(s, SUSPEND_STREAM)
+    d.when(EventKind.CHUNK, AgentRuntime.request_suspend, index=1, model_call=2)
     d.attempt(lambda: d.runtime.run("read my notes and explain them"))
     d.attempt(d.runtime.resume)
 
 
-@_register("run-suspend-tools",
-           "suspend requested during a tool batch: the batch pairs, then suspended, resumed",
-           SUSPEND_TOOLS)
+@_register(
+    "run-suspend-tools",
+    "suspend requested during a tool batch: the batch pairs, then suspended, resumed",
+    SUSPEND_TOOLS,
+)
 def run_suspend_tools(s: Session) -> None:
-    cell: list[_Drive] = []
-    d = _drive(s, SUSPEND_TOOLS, listener=_once(
-        EventKind.TOOL_DONE, lambda: cell[0].runtime.request_suspend(), index=0))
-    cell.append(d)
+    d = _drive(s, SUSPEND_TOOLS)
+    d.when(EventKind.TOOL_DONE, AgentRuntime.request_suspend, index=0)
     d.attempt(lambda: d.runtime.run("read, search and summarize"))
     d.attempt(d.runtime.resume)
 
 
-@_register("run-suspend-truncate",
-           "suspend during a batch whose tool cannot finish: truncate_to_paired, resumed",
-           SUSPEND_TRUNCATE)
+@_register(
+    "run-suspend-truncate",
+    "suspend during a batch whose tool cannot finish: truncate_to_paired, resumed",
+    SUSPEND_TRUNCATE,
+)
 def run_suspend_truncate(s: Session) -> None:
-    cell: list[_Drive] = []
-    d = _drive(s, SUSPEND_TRUNCATE, listener=_once(
-        EventKind.TOOL_DONE, lambda: cell[0].runtime.request_suspend(), index=0))
-    cell.append(d)
+    d = _drive(s, SUSPEND_TRUNCATE)
+    d.when(EventKind.TOOL_DONE, AgentRuntime.request_suspend, index=0)
     d.attempt(lambda: d.runtime.run("read and search"))
     d.attempt(d.runtime.resume)
 
 
-@_register("run-cancel",
-           "cancel during a tool batch: the rest answered as not executed, final", CANCEL)
+@_register(
+    "run-cancel", "cancel during a tool batch: the rest answered as not executed, final", CANCEL
+)
 def run_cancel(s: Session) -> None:
-    cell: list[_Drive] = []
-    d = _drive(s, CANCEL, listener=_once(
-        EventKind.TOOL_DONE, lambda: cell[0].runtime.cancel(), index=0))
-    cell.append(d)
+    d = _drive(s, CANCEL)
+    d.when(EventKind.TOOL_DONE, AgentRuntime.cancel, index=0)
     d.attempt(lambda: d.runtime.run("read and search"))
 
 
-@_register("run-model-error",
-           "the model call after a tool batch fails: error with lastError, final", MODEL_ERROR)
+@_register(
+    "run-model-error",
+    "the model call after a tool batch fails: error with lastError, final",
+    MODEL_ERROR,
+)
 def run_model_error(s: Session) -> None:
     d = _drive(s, MODEL_ERROR)
     d.attempt(lambda: d.runtime.run("read my notes"))
 
 
-@_register("run-terminal-save-failure",
-           "the terminal (complete) save fails: mark_not_resumable condemns the last snapshot",
-           TERMINAL_FAILURE)
+@_register(
+    "run-terminal-save-failure",
+    "the terminal (complete) save fails: mark_not_resumable condemns the last snapshot",
+    TERMINAL_FAILURE,
+)
 def run_terminal_save_failure(s: Session) -> None:
     d = _drive(s, TERMINAL_FAILURE, fail=[Checkpoint.COMPLETE.value])
     d.attempt(lambda: d.runtime.run("answer me"))
 
 
-@_register("run-suspend-save-failure",
-           "the suspend save fails: never marked, the run resumes from after_user_input",
-           SUSPEND_FAILURE)
+@_register(
+    "run-suspend-save-failure",
+    "the suspend save fails: never marked, the run resumes from after_user_input",
+    SUSPEND_FAILURE,
+)
 def run_suspend_save_failure(s: Session) -> None:
-    cell: list[_Drive] = []
-    d = _drive(s, SUSPEND_FAILURE, fail=[Checkpoint.SUSPENDED.value], listener=_once(
-        EventKind.CHUNK, lambda: cell[0].runtime.request_suspend(), index=1, model_call=1,
-        drive=cell))
-    cell.append(d)
+    d = _drive(s, SUSPEND_FAILURE, fail=[Checkpoint.SUSPENDED.value])
+    d.when(EventKind.CHUNK, AgentRuntime.request_suspend, index=1, model_call=1)
     d.attempt(lambda: d.runtime.run("tell me something"))
     d.attempt(d.runtime.resume)
 

@@ -8,13 +8,14 @@ records, per model (and a ``fault`` column), which invariants killed it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from ..faultfs import MODELS, PROCESS_CRASH, PersistenceModel
 from ._checkers import INVARIANTS
 from ._explore import ExplorationResult, explore
 from ._faults import explore_faults
-from ._targets import MUTANTS, TARGETS, Target
+from ._targets import MUTANTS, TARGETS, Target, get_target
 from ._workload import SCENARIOS, Workload
 
 __all__ = ["FAULT_COLUMN", "ZooRow", "kill_matrix"]
@@ -61,34 +62,73 @@ def kill_matrix(
     models: Sequence[PersistenceModel] | None = None,
     workloads: Sequence[Workload] | None = None,
     faults: bool = True,
+    jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[list[ZooRow], list[ExplorationResult]]:
     """Explore each target under each model (and faults) over the catalogue.
 
-    Returns the matrix rows (reference first) and the reference's own results.
+    ``jobs`` > 1 explores targets in a process pool (targets are looked up by name
+    in the workers, so they must be registered ones). Returns the matrix rows
+    (reference first) and the reference's own results.
     """
     targets = list(targets) if targets is not None else [TARGETS["reference"], *MUTANTS.values()]
     models = list(models) if models is not None else list(MODELS.values())
     workloads = list(workloads) if workloads is not None else list(SCENARIOS.values())
-    rows: list[ZooRow] = []
-    reference_results: list[ExplorationResult] = []
-    for target in targets:
-        if progress:
-            progress(target.name)
-        row = ZooRow(target.name, target.expected)
-        runs: list[tuple[str, ExplorationResult]] = [
-            (m.name, explore(w, model=m, target=target)) for m in models for w in workloads
+    jobs_args = [
+        (t.name, [m.name for m in models], [w.name for w in workloads], faults) for t in targets
+    ]
+    if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            outcomes = []
+            for target, outcome in zip(targets, pool.map(_row_by_name, jobs_args), strict=True):
+                if progress:
+                    progress(target.name)
+                outcomes.append(outcome)
+    else:
+        outcomes = []
+        for target in targets:
+            if progress:
+                progress(target.name)
+            outcomes.append(_row(target, models, workloads, faults))
+    rows = [row for row, _ in outcomes]
+    reference = next((results for row, results in outcomes if row.target == "reference"), [])
+    return rows, reference
+
+
+def _registered(target: Target) -> bool:
+    try:
+        return get_target(target.name) is target
+    except KeyError:
+        return False
+
+
+def _row_by_name(
+    args: tuple[str, list[str], list[str], bool],
+) -> tuple[ZooRow, list[ExplorationResult]]:
+    name, models, workloads, faults = args
+    return _row(
+        get_target(name), [MODELS[m] for m in models], [SCENARIOS[w] for w in workloads], faults
+    )
+
+
+def _row(
+    target: Target,
+    models: Sequence[PersistenceModel],
+    workloads: Sequence[Workload],
+    faults: bool,
+) -> tuple[ZooRow, list[ExplorationResult]]:
+    row = ZooRow(target.name, target.expected)
+    runs: list[tuple[str, ExplorationResult]] = [
+        (m.name, explore(w, model=m, target=target)) for m in models for w in workloads
+    ]
+    if faults:
+        runs += [
+            (FAULT_COLUMN, explore_faults(w, model=PROCESS_CRASH, target=target))
+            for w in workloads
         ]
-        if faults:
-            runs += [
-                (FAULT_COLUMN, explore_faults(w, model=PROCESS_CRASH, target=target))
-                for w in workloads
-            ]
-        for column, result in runs:
-            found = set(row.killed.get(column, [])) | set(result.killed_by())
-            row.killed[column] = [i.value for i in INVARIANTS if i.value in found]
-            row.violations += len(result.violations)
-        if target.name == "reference":
-            reference_results = [r for _, r in runs]
-        rows.append(row)
-    return rows, reference_results
+    for column, result in runs:
+        found = set(row.killed.get(column, [])) | set(result.killed_by())
+        row.killed[column] = [i.value for i in INVARIANTS if i.value in found]
+        row.violations += len(result.violations)
+    results = [r for _, r in runs] if target.name == "reference" else []
+    return row, results

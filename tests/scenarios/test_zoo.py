@@ -92,6 +92,7 @@ def test_each_mutant_is_killed_by_its_expected_invariant_under_its_model(name: s
     assert rows[0].verdict == "killed"
 
 
+@pytest.mark.long
 def test_zoo_cli_exits_0_and_writes_the_matrix(tmp_path: pathlib.Path) -> None:
     assert main(["explore", "--zoo", "--out", str(tmp_path)]) == 0
     zoo = json.loads((tmp_path / "report.json").read_text())["zoo"]
@@ -101,6 +102,18 @@ def test_zoo_cli_exits_0_and_writes_the_matrix(tmp_path: pathlib.Path) -> None:
     assert rows["reference"]["verdict"] == "clean"
     assert len(rows) == len(MUTANTS) + 1
     assert all(r["verdict"] == "killed" for t, r in rows.items() if t != "reference")
+
+
+def test_zoo_in_parallel_gives_the_same_matrix_as_serially() -> None:
+    targets = [TARGETS["reference"], MUTANTS["delete-main-first"], MUTANTS["no-dir-fsync"]]
+    workloads = [SCENARIOS["delete"], SCENARIOS["three-saves"]]
+    serial, ref1 = kill_matrix(targets=targets, workloads=workloads, jobs=1)
+    parallel, ref2 = kill_matrix(targets=targets, workloads=workloads, jobs=2)
+    assert [(r.target, r.killed, r.violations, r.verdict) for r in serial] == [
+        (r.target, r.killed, r.violations, r.verdict) for r in parallel
+    ]
+    assert [r.verdict for r in serial] == ["clean", "killed", "killed"]
+    assert [r.distinct_states for r in ref1] == [r.distinct_states for r in ref2]
 
 
 def test_zoo_exits_1_when_a_mutant_survives(tmp_path: pathlib.Path) -> None:

@@ -1,0 +1,628 @@
+"""A hypothesis state machine for any storage: random programs, crashes, reboots.
+
+Where :func:`~crashpoint.scenarios.explore` checks every crash point of one fixed
+workload, the machine generates the workloads: ``save`` of generated valid states
+(tool calls, frozen approval batches, media parts), ``mark_not_resumable``,
+``delete``, ``load_or_create``, ``load``, *crash now* (the next storage call stops
+at a drawn operation under a drawn persistence model, and the machine reboots on a
+drawn crash state), *corrupt a file* and *a future version writes main*. After
+every step it reboots the disk as it stands on a fresh storage and judges what
+load gives with the harness's own checker (:func:`~crashpoint.scenarios.judge`,
+SPEC.md §8: R1 V1 P1 E1 E2 D1 C1). A failure shrinks to a short program, printed
+by hypothesis, with each crash state rendered in the notes (STYLE.md §6, §11).
+
+The storage is built by ``factory(fs, base_dir)``, like a
+:class:`~crashpoint.scenarios.Target`, so the machine runs against any storage with
+the SPEC.md §6 methods; the corruption rules and the disk-derived checks (V1, bak
+fallback) assume the SPEC.md §6 file layout (``S.json``, ``S.json.bak``).
+
+Hypothesis is a test extra, not a dependency: it is imported when a machine is built.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import json
+import posixpath
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..core import (
+    CURRENT_VERSION,
+    AgentState,
+    ErrorCode,
+    StateError,
+    decode_bytes,
+    encode,
+    safe_session_file_name,
+)
+from ..faultfs import (
+    MODELS,
+    CrashState,
+    FileSystem,
+    MemoryFileSystem,
+    PersistenceModel,
+    RecordingFileSystem,
+    SimulatedCrash,
+    crash_points,
+    get_model,
+)
+from ._checkers import (
+    Expectation,
+    Invariant,
+    Observation,
+    describe_file,
+    judge,
+    observe,
+    v1_required,
+)
+from ._checkers import expectation as fold_calls
+from ._workload import BASE_DIR, Call, Expect, Session
+
+if TYPE_CHECKING:
+    from hypothesis.stateful import RuleBasedStateMachine
+
+__all__ = ["MACHINE_INVARIANTS", "run_storage_machine", "storage_state_machine"]
+
+Factory = Callable[[FileSystem, str], Any]
+
+MACHINE_INVARIANTS: tuple[Invariant, ...] = (
+    Invariant.R1,
+    Invariant.V1,
+    Invariant.P1,
+    Invariant.E1,
+    Invariant.E2,
+    Invariant.D1,
+    Invariant.C1,
+)
+"""The invariants the machine checks after every step (SPEC.md §8)."""
+
+CORRUPTIONS = ("truncate", "garbage", "empty")
+"""How the *corrupt a file* rule damages a file: cut in half, replaced by bytes that
+are not JSON, or emptied."""
+
+_CRASHED = "crashed"
+"""The error a call stopped by a crash is folded with: it may or may not have taken
+effect (like state_save_failed, it is not a refusal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Armed:
+    model: PersistenceModel
+    at: int
+    pick: int
+
+
+class Snapshot:
+    """A generated state, printed compactly in the replay: only the fields that
+    differ from :meth:`AgentState.new`, as a call that rebuilds it."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: AgentState) -> None:
+        self.state = state
+
+    def __repr__(self) -> str:
+        fresh = AgentState.new(self.state.session_id)
+        args = [repr(self.state.session_id)]
+        for f in dataclasses.fields(AgentState):
+            value = getattr(self.state, f.name)
+            if f.name != "session_id" and value != getattr(fresh, f.name):
+                args.append(f"{f.name}={value!r}")
+        return f"AgentState({', '.join(args)})"
+
+
+class _Harness:
+    """The machine's state and its steps, without hypothesis (the rules delegate here).
+
+    The disk is a :class:`MemoryFileSystem` booted from ``boot`` (durable by
+    definition); the storage runs on a :class:`RecordingFileSystem` over it, so the
+    operations since boot are the trace a crash's states are derived from.
+    ``calls`` holds every storage call since the machine started, numbered by a
+    global operation count (``offset`` operations before the current boot), so that
+    :func:`~crashpoint.scenarios._checkers.expectation` folds them into what load
+    may give, exactly as for a recorded workload.
+    """
+
+    def __init__(
+        self,
+        factory: Factory,
+        *,
+        base_dir: str,
+        session_ids: Sequence[str],
+        invariants: Iterable[Invariant],
+    ) -> None:
+        self.factory = factory
+        self.base_dir = base_dir
+        self.session_ids = tuple(session_ids)
+        self.wanted = frozenset(invariants)
+        self.calls: list[Call] = []
+        self.known: dict[bytes, str] = {}
+        self.damaged: set[str] = set()
+        self.armed: _Armed | None = None
+        self.last_crash = ""
+        self.offset = 0
+        parent = posixpath.dirname(posixpath.normpath(base_dir)) or "/"
+        disk = MemoryFileSystem(dirs=(parent,) if parent != "/" else ()).crash_state()
+        self._reboot(disk)
+
+    # --- the disk and the storage ------------------------------------------------
+    def _reboot(self, disk: CrashState) -> None:
+        """A fresh process: a new filesystem holding exactly ``disk``, a new storage."""
+        self.boot = disk
+        self.mem = MemoryFileSystem(disk)
+        self.rec = RecordingFileSystem(self.mem, record_reads=False)
+        self.storage = self.factory(self.rec, self.base_dir)
+        self.session = Session(self.storage, self.rec, self.base_dir)
+
+    @property
+    def now(self) -> int:
+        """Operations issued since the machine started (kept ones only, across crashes)."""
+        return self.offset + self.rec.op_count
+
+    def main_path(self, session_id: str) -> str:
+        return posixpath.join(self.base_dir, safe_session_file_name(session_id) + ".json")
+
+    # --- storage calls -----------------------------------------------------------
+    def call(self, method: str, session_id: str, *args: Any, live: str = "") -> Call:
+        """Run one storage call through the recording session; with a crash armed,
+        stop it at the drawn operation and reboot on a drawn crash state.
+
+        ``live``: judge what the call returned (a load or load_or_create on the
+        running storage), described so."""
+        armed, self.armed = self.armed, None
+        self.last_crash = ""
+        begun = self.rec.op_count
+        if armed is not None:
+            self.rec.crash_at = begun + armed.at
+        crash: SimulatedCrash | None = None
+        try:
+            getattr(self.session, method)(*args)
+        except SimulatedCrash as exc:
+            crash = exc
+        local = self.session.calls[-1]
+        call = dataclasses.replace(
+            local,
+            seq=len(self.calls),
+            begin=local.begin + self.offset,
+            end=None if local.end is None else local.end + self.offset,
+        )
+        self.calls.append(call)
+        saved = call.saved
+        if saved is not None and saved.data is not None and call.error in (None, _CRASHED):
+            self.known.setdefault(saved.data, call.label)
+        if call.error is not None and call.error.startswith("exception:"):
+            raise AssertionError(
+                f"{method}({session_id!r}) raised {call.error[len('exception:') :]}, "
+                "not a StateError (SPEC.md §5)"
+            )
+        if live and crash is None:
+            self._judge_live(call, live)
+        if armed is not None:
+            self._crash(armed, call, begun, crash)
+        return call
+
+    def _crash(self, armed: _Armed, call: Call, begun: int, crash: SimulatedCrash | None) -> None:
+        ops = self.rec.trace.ops
+        k = len(ops)
+        point = collections.deque(crash_points(armed.model, self.boot, ops), maxlen=1)[0]
+        states = point.states
+        chosen = states[armed.pick % len(states)]
+        where = (
+            f"stopped before its operation {k - begun} (on {crash.path})"
+            if crash is not None
+            else f"after it returned ({k - begun} operations)"
+        )
+        done = ops[k - 1].render() if k else "(nothing since boot)"
+        self.last_crash = (
+            f"crash under {armed.model.name} during {call.label}({call.session_id!r}), "
+            f"{where}; last operation done: {done}; crash state "
+            f"{armed.pick % len(states) + 1} of {len(states)}"
+            + (f" (+{point.cut} cut)" if point.cut else "")
+            + ":\n"
+            + self.render_disk(chosen)
+        )
+        _note(self.last_crash)
+        if call.end is None:
+            call.end = self.offset + k
+            call.error = _CRASHED
+        self.offset += k
+        self._reboot(chosen)
+
+    def arm(self, model: PersistenceModel | str, at: int, pick: int) -> None:
+        """Arm a crash for the next storage call (see ``crash_now``)."""
+        self.armed = _Armed(get_model(model) if isinstance(model, str) else model, at, pick)
+
+    def _judge_live(self, call: Call, what: str) -> None:
+        if call.result is not None:
+            obs = Observation(state=call.result)
+        elif call.error is not None:
+            obs = Observation(code=call.error)
+        else:
+            return
+        self._judge(obs, call.session_id, self.mem.crash_state(), what)
+
+    # --- external events ---------------------------------------------------------
+    def corrupt(self, session_id: str, which: str, how: str) -> None:
+        disk = self.mem.crash_state()
+        path = self.main_path(session_id) + (".bak" if which == "bak" else "")
+        data = disk.file(path)
+        if data is None:
+            _note(f"nothing to corrupt: {posixpath.basename(path)} is absent")
+            return
+        if how == "truncate":
+            damaged = data[: len(data) // 2]
+        elif how == "garbage":
+            damaged = b"\x00\xffnot json{" + data[len(data) // 2 :]
+        else:
+            damaged = b""
+        self._external(session_id, disk, {path: damaged})
+        _note(f"{posixpath.basename(path)}: {describe_file(damaged, self.known)}")
+
+    def future_version_writes_main(self, session_id: str) -> None:
+        """A newer version of the application saves the session (main → bak, a
+        schema-v(CURRENT+1) main, marker removed), then this version restarts."""
+        disk = self.mem.crash_state()
+        main = self.main_path(session_id)
+        old = disk.file(main)
+        try:
+            base = decode_bytes(old) if old is not None else AgentState.new(session_id)
+        except StateError:
+            base = AgentState.new(session_id)
+        doc = encode(base)
+        doc["schemaVersion"] = CURRENT_VERSION + 1
+        doc["writtenBy"] = "a future version"
+        data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        self.known.setdefault(data, "the future version's save")
+        changes: dict[str, bytes | None] = {main: data, main + ".ended": None}
+        if old is not None:
+            changes[main + ".bak"] = old
+        self._external(session_id, disk, changes)
+
+    def _external(
+        self, session_id: str, disk: CrashState, changes: Mapping[str, bytes | None]
+    ) -> None:
+        """Another process changed the disk: this one stopped cleanly (its page cache
+        reached the disk), the files changed, and it restarts on the result."""
+        files = dict(disk.files)
+        for path, data in changes.items():
+            if data is None:
+                files.pop(path, None)
+            else:
+                files[path] = data
+        dirs = set(disk.dirs)
+        parent = posixpath.dirname(self.main_path(session_id))
+        while parent not in ("/", ""):
+            dirs.add(parent)
+            parent = posixpath.dirname(parent)
+        self.offset += self.rec.op_count
+        self.damaged.add(session_id)
+        self.last_crash = ""
+        self._reboot(CrashState(tuple(sorted(files.items())), tuple(sorted(dirs))))
+
+    # --- checks ------------------------------------------------------------------
+    def check(self) -> None:
+        """Reboot the disk as it stands on a fresh storage; judge each session's load."""
+        disk = self.mem.crash_state()
+        for sid in self.session_ids:
+            if sid in self.damaged and self._clean(disk, sid):
+                self.damaged.discard(sid)
+            obs = observe(self.factory(MemoryFileSystem(disk), self.base_dir), sid)
+            self._judge(obs, sid, disk, "load on a fresh storage over the disk")
+            if (
+                Invariant.C1 in self.wanted
+                and obs.state is None
+                and obs.code != ErrorCode.SESSION_NOT_FOUND
+            ):
+                self._probe_c1(disk, sid, obs)
+
+    def _probe_c1(self, disk: CrashState, sid: str, obs: Observation) -> None:
+        probe = MemoryFileSystem(disk)
+        with contextlib.suppress(Exception):
+            self.factory(probe, self.base_dir).load_or_create(sid)
+        if probe.mutations:
+            raise AssertionError(
+                self._message(
+                    Invariant.C1,
+                    sid,
+                    disk,
+                    "load_or_create on a fresh storage over the disk",
+                    got="load_or_create wrote to the disk",
+                    expected=f"load_or_create raises {obs.code} and writes nothing",
+                )
+            )
+
+    def expectation(self, sid: str, disk: CrashState) -> Expectation:
+        """What load of ``sid`` may give now: the calls folded as for a recorded
+        workload, plus, for a session whose files another process damaged, what
+        SPEC.md §6's load gives on this disk."""
+        exp = fold_calls(self.calls, None, sid, self.now)
+        if sid in self.damaged:
+            for outcome in self._as_specified(disk, sid):
+                if outcome not in exp.allowed:
+                    exp.allowed.append(outcome)
+        return exp
+
+    def _judge(self, obs: Observation, sid: str, disk: CrashState, what: str) -> None:
+        exp = self.expectation(sid, disk)
+        v1 = Invariant.V1 in self.wanted and v1_required(disk, self.base_dir, sid)
+        verdict = judge(obs, exp, v1=v1)
+        if verdict is not None and verdict[0] in self.wanted:
+            raise AssertionError(
+                self._message(verdict[0], sid, disk, what, got=obs.describe(), expected=verdict[1])
+            )
+
+    def _message(
+        self, inv: Invariant, sid: str, disk: CrashState, what: str, *, got: str, expected: str
+    ) -> str:
+        text = (
+            f"{inv.value} ({inv.label}) violated: {what}\n"
+            f"  load({sid!r}) gave: {got}\n"
+            f"  expected: {expected}\n"
+            f"  disk:\n{self.render_disk(disk)}"
+        )
+        if self.last_crash:
+            text += f"\n  after the {self.last_crash}"
+        return text
+
+    def render_disk(self, disk: CrashState) -> str:
+        """Each session's files (absent, empty, valid vN = which save, truncated,
+        zero-filled, garbage, marker), then any other file."""
+        lines = []
+        shown = set()
+        for sid in self.session_ids:
+            main = self.main_path(sid)
+            for suffix in ("", ".bak", ".tmp", ".ended"):
+                path = main + suffix
+                shown.add(path)
+                data = disk.file(path)
+                if data is not None or suffix in ("", ".bak"):
+                    lines.append(
+                        f"    {posixpath.basename(path)}: {describe_file(data, self.known)}"
+                    )
+        for path, data in disk.files:
+            if path not in shown:
+                lines.append(f"    {path}: {describe_file(data, self.known)}")
+        return "\n".join(lines)
+
+    def _clean(self, disk: CrashState, sid: str) -> bool:
+        """Whether main and bak each are absent or a snapshot this version reads."""
+        main = self.main_path(sid)
+        for path in (main, main + ".bak"):
+            data = disk.file(path)
+            if data is None:
+                continue
+            try:
+                if decode_bytes(data).session_id != sid:
+                    return False
+            except StateError:
+                return False
+        return True
+
+    def _as_specified(self, disk: CrashState, sid: str) -> list[Expect]:
+        """What SPEC.md §6's load gives on ``disk`` (the marker's effect either way)."""
+        main = self.main_path(sid)
+
+        def read(path: str) -> Expect | str:
+            data = disk.file(path)
+            if data is None:
+                return "absent"
+            try:
+                state = decode_bytes(data)
+            except StateError as exc:
+                if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+                    return "unsupported"
+                return "bad"
+            return Expect(state=state, data=data) if state.session_id == sid else "bad"
+
+        found = read(main)
+        if found in ("absent", "bad"):
+            from_bak = read(main + ".bak")
+            if from_bak == "absent":
+                from_bak = "corrupt" if found == "bad" else "not-found"
+            found = "corrupt" if from_bak == "bad" else from_bak
+        if isinstance(found, Expect):
+            return [found, dataclasses.replace(found, marked=True)]
+        code = {
+            "unsupported": ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
+            "corrupt": ErrorCode.STATE_CORRUPT,
+            "not-found": ErrorCode.SESSION_NOT_FOUND,
+        }[found]
+        return [Expect(code=str(code))]
+
+
+def _note(text: str) -> None:
+    """``hypothesis.note`` when running under hypothesis (shown for the minimal
+    failing example), nothing otherwise."""
+    from hypothesis import note
+    from hypothesis.errors import InvalidArgument
+
+    with contextlib.suppress(InvalidArgument):
+        note(text)
+
+
+def _models(models: Iterable[PersistenceModel | str] | None) -> tuple[PersistenceModel, ...]:
+    if models is None:
+        return tuple(MODELS.values())
+    chosen = tuple(get_model(m) if isinstance(m, str) else m for m in models)
+    if not chosen:
+        raise ValueError("models must name at least one persistence model")
+    return chosen
+
+
+def storage_state_machine(
+    factory: Factory,
+    *,
+    models: Iterable[PersistenceModel | str] | None = None,
+    base_dir: str = BASE_DIR,
+    session_ids: Sequence[str] = ("s1", "s2"),
+    invariants: Iterable[Invariant | str] | None = None,
+    max_crash_op: int = 15,
+    stateful_step_count: int = 20,
+) -> type[RuleBasedStateMachine]:
+    """A hypothesis ``RuleBasedStateMachine`` class testing the storage ``factory`` builds.
+
+    Rules: ``save`` (generated valid states, now and then an unpaired one that must be
+    refused), ``mark_not_resumable``, ``delete``, ``load_or_create``, ``load``,
+    ``crash_now`` (the next storage call stops after ``at`` of its operations, or
+    right after it returns, under ``model``; the machine reboots on crash state
+    ``pick`` of that point), ``corrupt`` (main or bak truncated, garbage or
+    emptied) and ``future_version_writes_main``. After every step the disk is
+    rebooted on a fresh storage and each session's load is judged (SPEC.md §8).
+
+    Args:
+        factory: ``factory(fs, base_dir)`` builds the storage under test (a
+            :class:`~crashpoint.scenarios.Target` will do).
+        models: persistence models (or names) a crash is drawn under; default all.
+        base_dir: the storage's directory; its parent exists before the first step.
+        session_ids: the sessions the rules draw from (valid ids).
+        invariants: the invariants checked; default :data:`MACHINE_INVARIANTS`.
+        max_crash_op: a crash is armed at operation ``0..max_crash_op`` of the
+            next call (past its end: right after it returns).
+        stateful_step_count: steps per example, in the class's default settings.
+
+    Returns:
+        the machine class; run it with ``run_state_machine_as_test(cls)``, or
+        expose ``cls.TestCase`` to pytest or unittest. Requires hypothesis.
+
+    Example::
+
+        StorageMachine = storage_state_machine(TARGETS["reference"])
+        TestStorage = StorageMachine.TestCase   # collected by pytest / unittest
+    """
+    from hypothesis import HealthCheck, settings
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+    from ._strategies import json_objects, storage_states
+
+    chosen = _models(models)
+    model_names = [m.name for m in chosen]
+    by_name = {m.name: m for m in chosen}
+    wanted = tuple(Invariant(i) for i in (MACHINE_INVARIANTS if invariants is None else invariants))
+    ids = tuple(session_ids)
+    if not ids:
+        raise ValueError("session_ids must hold at least one session id")
+    for sid in ids:
+        safe_session_file_name(sid)  # raises invalid_session_id
+    sessions = st.sampled_from(ids[:1] * 2 + ids)  # the first session twice as often
+    valid = storage_states(session_id=sessions)
+    snapshots = st.one_of(valid, valid, valid, storage_states(session_id=sessions, paired=False))
+
+    class StorageMachine(RuleBasedStateMachine):
+        """Random programs over one storage, with crashes and reboots
+        (:func:`crashpoint.scenarios.storage_state_machine`)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.harness = _Harness(factory, base_dir=base_dir, session_ids=ids, invariants=wanted)
+
+        def _not_armed(self) -> bool:
+            return self.harness.armed is None
+
+        @rule(snapshot=snapshots.map(Snapshot))
+        def save(self, snapshot: Snapshot) -> None:
+            self.harness.call("save", snapshot.state.session_id, snapshot.state)
+
+        @rule(sid=sessions)
+        def mark_not_resumable(self, sid: str) -> None:
+            self.harness.call("mark_not_resumable", sid, sid)
+
+        @rule(sid=sessions)
+        def delete(self, sid: str) -> None:
+            self.harness.call("delete", sid, sid)
+
+        @rule(sid=sessions, metadata=st.one_of(st.none(), json_objects(2)))
+        def load_or_create(self, sid: str, metadata: dict[str, Any] | None) -> None:
+            live = f"load_or_create({sid!r}) on the running storage"
+            self.harness.call("load_or_create", sid, sid, metadata, live=live)
+
+        @rule(sid=sessions)
+        def load(self, sid: str) -> None:
+            self.harness.call("load", sid, sid, live=f"load({sid!r}) on the running storage")
+
+        @precondition(_not_armed)
+        @rule(
+            model=st.sampled_from(model_names),
+            at=st.integers(0, max_crash_op),
+            pick=st.integers(0, 255),
+        )
+        def crash_now(self, model: str, at: int, pick: int) -> None:
+            self.harness.arm(by_name[model], at, pick)
+
+        @precondition(_not_armed)
+        @rule(
+            sid=sessions,
+            file=st.sampled_from(("main", "bak")),
+            how=st.sampled_from(CORRUPTIONS),
+        )
+        def corrupt(self, sid: str, file: str, how: str) -> None:
+            self.harness.corrupt(sid, file, how)
+
+        @precondition(_not_armed)
+        @rule(sid=sessions)
+        def future_version_writes_main(self, sid: str) -> None:
+            self.harness.future_version_writes_main(sid)
+
+        @invariant()
+        def loads_as_expected(self) -> None:
+            self.harness.check()
+
+    StorageMachine.TestCase.settings = settings(
+        deadline=None,
+        stateful_step_count=stateful_step_count,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    return StorageMachine
+
+
+def run_storage_machine(
+    factory: Factory,
+    *,
+    max_examples: int = 100,
+    models: Iterable[PersistenceModel | str] | None = None,
+    seed: int | None = None,
+    base_dir: str = BASE_DIR,
+    session_ids: Sequence[str] = ("s1", "s2"),
+    invariants: Iterable[Invariant | str] | None = None,
+    stateful_step_count: int = 20,
+) -> None:
+    """Run the storage state machine for ``max_examples`` programs.
+
+    Returns quietly, or raises the first failure of the minimal (shrunk) program:
+    an ``AssertionError`` naming the invariant, what load gave and expected and the
+    disk, with hypothesis's reproduction program and each crash state in its notes.
+    ``seed`` fixes the run (None: hypothesis's randomness); no example database is
+    written. Requires hypothesis.
+
+    Example::
+
+        run_storage_machine(TARGETS["reference"], max_examples=50, seed=0)
+    """
+    from hypothesis import HealthCheck, settings
+    from hypothesis import seed as use_seed
+    from hypothesis.stateful import run_state_machine_as_test
+
+    machine = storage_state_machine(
+        factory,
+        models=models,
+        base_dir=base_dir,
+        session_ids=session_ids,
+        invariants=invariants,
+        stateful_step_count=stateful_step_count,
+    )
+    if seed is not None:
+        machine = use_seed(seed)(machine)
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=max_examples,
+            stateful_step_count=stateful_step_count,
+            database=None,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        ),
+    )
