@@ -21,7 +21,6 @@ Hypothesis is a test extra, not a dependency: it is imported when a machine is b
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import json
@@ -206,19 +205,26 @@ class _Harness:
         return call
 
     def _crash(self, armed: _Armed, call: Call, begun: int, crash: SimulatedCrash | None) -> None:
+        """Reboot on crash state ``pick`` of the crash point: operation ``at`` of the
+        call when it got that far (the SimulatedCrash stopped it there); else, the
+        call having returned after ``n <= at`` operations, point ``at mod (n + 1)``
+        of its recorded trace (the first operations are the same whether or not
+        the machine stops after them; ``n`` is "right after it returned")."""
         ops = self.rec.trace.ops
-        k = len(ops)
-        point = collections.deque(crash_points(armed.model, self.boot, ops), maxlen=1)[0]
+        issued = len(ops) - begun
+        j = issued if crash is not None else armed.at % (issued + 1)
+        k = begun + j
+        point = next(p for p in crash_points(armed.model, self.boot, ops[:k]) if p.index == k)
         states = point.states
         chosen = states[armed.pick % len(states)]
-        where = (
-            f"stopped before its operation {k - begun} (on {crash.path})"
-            if crash is not None
-            else f"after it returned ({k - begun} operations)"
-        )
+        if j < issued or crash is not None:
+            stopped = ops[k].render() if crash is None else f"an operation on {crash.path}"
+            where = f"after {j} of its operations, before {stopped}"
+        else:
+            where = f"right after it returned ({issued} operations)"
         done = ops[k - 1].render() if k else "(nothing since boot)"
         self.last_crash = (
-            f"crash under {armed.model.name} during {call.label}({call.session_id!r}), "
+            f"crash under {armed.model.name} during {call.label}({call.session_id!r}) "
             f"{where}; last operation done: {done}; crash state "
             f"{armed.pick % len(states) + 1} of {len(states)}"
             + (f" (+{point.cut} cut)" if point.cut else "")
@@ -226,7 +232,7 @@ class _Harness:
             + self.render_disk(chosen)
         )
         _note(self.last_crash)
-        if call.end is None:
+        if j < issued or call.end is None:
             call.end = self.offset + k
             call.error = _CRASHED
         self.offset += k
@@ -461,7 +467,7 @@ def storage_state_machine(
     session_ids: Sequence[str] = ("s1", "s2"),
     invariants: Iterable[Invariant | str] | None = None,
     max_crash_op: int = 15,
-    stateful_step_count: int = 20,
+    stateful_step_count: int = 50,
 ) -> type[RuleBasedStateMachine]:
     """A hypothesis ``RuleBasedStateMachine`` class testing the storage ``factory`` builds.
 
@@ -588,7 +594,7 @@ def run_storage_machine(
     base_dir: str = BASE_DIR,
     session_ids: Sequence[str] = ("s1", "s2"),
     invariants: Iterable[Invariant | str] | None = None,
-    stateful_step_count: int = 20,
+    stateful_step_count: int = 50,
 ) -> None:
     """Run the storage state machine for ``max_examples`` programs.
 
