@@ -182,8 +182,7 @@ class FileStateStorage:
     # --- save ------------------------------------------------------------------
     def save(self, state: AgentState) -> None:
         main = self.path(state.session_id)
-        if not state_is_paired(state):
-            raise _unpaired(state)
+        self._check_pairing(state)
         data = self.encode(state)
         try:
             self._begin()
@@ -192,6 +191,11 @@ class FileStateStorage:
         except OSError as exc:
             self._discard(main + ".tmp")
             raise _save_failed(state.session_id, "save", exc) from exc
+
+    def _check_pairing(self, state: AgentState) -> None:
+        """The persistence boundary is the pairing boundary (SPEC.md §3)."""
+        if not state_is_paired(state):
+            raise _unpaired(state)
 
     def encode(self, state: AgentState) -> bytes:
         """The bytes a save writes for ``state`` (the codec's persistence encoding)."""

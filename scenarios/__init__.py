@@ -9,9 +9,9 @@ from . import _catalogue, _mutants, _runs  # noqa: F401  (register scenarios and
 from ._checkers import INVARIANTS, Invariant, Observation, judge
 from ._explore import SECRETS, ExplorationResult, Violation, explore, record
 from ._faults import explore_faults, fault_plan, parse_fault
-from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
 from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
 from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
+from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
 
 __all__ = [
     "BASE_DIR",
@@ -23,8 +23,8 @@ __all__ = [
     "TARGETS",
     "Call",
     "CallKind",
-    "ExplorationResult",
     "Expect",
+    "ExplorationResult",
     "Invariant",
     "Observation",
     "Session",

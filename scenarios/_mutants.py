@@ -119,11 +119,8 @@ class UnpairedHistorySaved(_Mutant):
     """save skips the pairing check (SPEC.md §3): a history with an unanswered tool
     call reaches the disk and the next model request is invalid after a restart."""
 
-    def save(self, state: AgentState) -> None:
-        main = self.path(state.session_id)
-        data = self.encode(state)
-        self._ensure_base()
-        self._commit(main, data)
+    def _check_pairing(self, state: AgentState) -> None:
+        pass
 
 
 @mutant("ended-cleared-before-rename", invariant="E1", model="process-crash")

@@ -668,7 +668,7 @@ class _LifecycleMutant(FileStateStorage):
         super().__init__(fs, base_dir)
 
 
-@mutant("running-flag-after-save", invariant="H1", model="process-crash")
+@mutant("running-flag-after-save", invariant="H1", model="process-crash", tags=("runtime",))
 class RunningFlagAfterSave(_LifecycleMutant):
     """The seed's pitfall 5 (§9.4): ``after_user_input`` is saved before ``isRunning``
     is set, so a run killed before its next checkpoint loads as not running and can
@@ -677,7 +677,7 @@ class RunningFlagAfterSave(_LifecycleMutant):
     runtime_bug = "running-flag-after-save"
 
 
-@mutant("terminal-failure-unmarked", invariant="T1", model="process-crash")
+@mutant("terminal-failure-unmarked", invariant="T1", model="process-crash", tags=("runtime",))
 class TerminalFailureUnmarked(_LifecycleMutant):
     """The seed's P1-5 before its fix (§10): a failed terminal save is not followed by
     ``mark_not_resumable``, so the last intermediate snapshot (``isRunning=true``)
@@ -686,7 +686,7 @@ class TerminalFailureUnmarked(_LifecycleMutant):
     runtime_bug = "terminal-failure-unmarked"
 
 
-@mutant("suspend-failure-marks-ended", invariant="H1", model="process-crash")
+@mutant("suspend-failure-marks-ended", invariant="H1", model="process-crash", tags=("runtime",))
 class SuspendFailureMarksEnded(_LifecycleMutant):
     """A failed suspend save treated like a failed terminal save (§10.2): the session
     is marked not resumable, so the ``after_user_input`` snapshot the user could have
@@ -695,7 +695,7 @@ class SuspendFailureMarksEnded(_LifecycleMutant):
     runtime_bug = "suspend-failure-marks-ended"
 
 
-@mutant("toolcall-saved-before-pairing", invariant="P1", model="process-crash")
+@mutant("toolcall-saved-before-pairing", invariant="P1", model="process-crash", tags=("runtime",))
 class ToolcallSavedBeforePairing(_LifecycleMutant):
     """The runtime autosaves an assistant turn as soon as its stream ends, before its
     tool batch ran, over a storage that, like the seed's, leaves pairing to the
@@ -704,26 +704,11 @@ class ToolcallSavedBeforePairing(_LifecycleMutant):
 
     runtime_bug = "toolcall-saved-before-pairing"
 
-    def save(self, state: AgentState) -> None:
-        # The reference save without its pairing check (kept in step with core/_storage.py;
-        # a control test runs this storage with the bug off under every model).
-        main = self.path(state.session_id)
-        data = self.encode(state)
-        try:
-            self._begin()
-            self._commit(main, data)
-            self._done()
-        except OSError as exc:
-            self._discard(main + ".tmp")
-            raise StateError(
-                ErrorCode.STATE_SAVE_FAILED,
-                f"save failed: {exc.strerror or exc}",
-                retryability=Retryability.CONDITIONAL,
-                cause=exc,
-            ) from exc
+    def _check_pairing(self, state: AgentState) -> None:
+        pass  # the seed's storage leaves pairing to the runtime
 
 
-@mutant("resume-reuses-stream", invariant="H1", model="process-crash")
+@mutant("resume-reuses-stream", invariant="H1", model="process-crash", tags=("runtime",))
 class ResumeReusesStream(_LifecycleMutant):
     """The seed's "reuse the old HTTP connection on resume" (§9.3, §12): instead of a new
     model call, resume replays the last reply it has (the dead stream's), so it

@@ -31,12 +31,15 @@ class Target:
         description: what it is; for a mutant, the real bug it stands for.
         expected: for a mutant, ``(invariant id, persistence model or "fault")``
             that must kill it.
+        tags: the workload tags whose scenarios the zoo explores it on (a storage bug
+            shows in storage workloads, a runtime bug in whole agent runs).
     """
 
     name: str
     factory: Factory
     description: str
     expected: tuple[str, str] | None = None
+    tags: tuple[str, ...] = ("storage", "runtime")
 
     def __call__(self, fs: FileSystem, base_dir: str) -> Any:
         return self.factory(fs, base_dir)
@@ -59,14 +62,16 @@ MUTANTS: dict[str, Target] = {}
 """Known-bad storages by bare name (``--target mutant:NAME``)."""
 
 
-def mutant(name: str, *, invariant: str, model: str) -> Callable[[type[Any]], type[Any]]:
+def mutant(
+    name: str, *, invariant: str, model: str, tags: tuple[str, ...] = ("storage",)
+) -> Callable[[type[Any]], type[Any]]:
     """Register a storage class as ``mutant:NAME``; it must be killed by ``invariant``
     under ``model`` (a persistence model's name, or ``"fault"``). The class docstring
-    says what real bug it stands for."""
+    says what real bug it stands for; ``tags`` say which workloads can show it."""
 
     def register(cls: type[Any]) -> type[Any]:
         doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        MUTANTS[name] = Target(f"mutant:{name}", cls, doc, (invariant, model))
+        MUTANTS[name] = Target(f"mutant:{name}", cls, doc, (invariant, model), tags)
         return cls
 
     return register

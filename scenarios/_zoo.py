@@ -75,7 +75,8 @@ def kill_matrix(
     models = list(models) if models is not None else list(MODELS.values())
     workloads = list(workloads) if workloads is not None else list(SCENARIOS.values())
     jobs_args = [
-        (t.name, [m.name for m in models], [w.name for w in workloads], faults) for t in targets
+        (t.name, [m.name for m in models], [w.name for w in _for(t, workloads)], faults)
+        for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
         with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -89,10 +90,15 @@ def kill_matrix(
         for target in targets:
             if progress:
                 progress(target.name)
-            outcomes.append(_row(target, models, workloads, faults))
+            outcomes.append(_row(target, models, _for(target, workloads), faults))
     rows = [row for row, _ in outcomes]
     reference = next((results for row, results in outcomes if row.target == "reference"), [])
     return rows, reference
+
+
+def _for(target: Target, workloads: Sequence[Workload]) -> list[Workload]:
+    """The workloads a target is explored on: those sharing one of its tags."""
+    return [w for w in workloads if set(w.tags) & set(target.tags)]
 
 
 def _registered(target: Target) -> bool:
@@ -123,8 +129,7 @@ def _row(
     ]
     if faults:
         runs += [
-            (FAULT_COLUMN, explore_faults(w, model=PROCESS_CRASH, target=target))
-            for w in workloads
+            (FAULT_COLUMN, explore_faults(w, model=PROCESS_CRASH, target=target)) for w in workloads
         ]
     for column, result in runs:
         found = set(row.killed.get(column, [])) | set(result.killed_by())

@@ -92,7 +92,6 @@ def test_each_mutant_is_killed_by_its_expected_invariant_under_its_model(name: s
     assert rows[0].verdict == "killed"
 
 
-@pytest.mark.long
 def test_zoo_cli_exits_0_and_writes_the_matrix(tmp_path: pathlib.Path) -> None:
     assert main(["explore", "--zoo", "--out", str(tmp_path)]) == 0
     zoo = json.loads((tmp_path / "report.json").read_text())["zoo"]
