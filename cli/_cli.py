@@ -1,8 +1,9 @@
-"""The command line: ``crashpoint explore``.
+"""The command line: crashpoint explore.
 
-Exit codes (for CI): 0 no violation, 1 a violation was found (or, with ``--zoo``, a
-mutant survived), 2 a usage or input error. Never a traceback: errors are one
-line on standard error.
+Exit codes (for CI): 0 no violation; 1 a violation was found (or, with ``--zoo``, a
+mutant was not killed as expected); 2 a usage or input error, including an output
+directory that cannot be written; 130 interrupted (Ctrl-C). Never a traceback:
+errors are one line on standard error, after the usage line.
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
 
+from . import __version__
+
 if TYPE_CHECKING:
-    from .faultfs import PersistenceModel
+    from .faultfs import Fault, PersistenceModel
     from .scenarios import ExplorationResult, Target, Workload
     from .scenarios._parallel import Task
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
@@ -30,34 +33,38 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
+
+
+def _ascii_int(text: str, what: str) -> int:
+    text = text.strip()
+    if not (text.isascii() and text.lstrip("-").isdigit()):
+        raise argparse.ArgumentTypeError(f"{what} must be an integer, not {text!r}")
+    return int(text)
 
 
 def _shard(text: str) -> tuple[int, int]:
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"shard must look like K/N, not {text!r}") from None
+    parts = text.split("/")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"shard must look like K/N (e.g. 2/4), not {text!r}")
+    k, n = (_ascii_int(p, "shard K/N") for p in parts)
     if not 1 <= k <= n:
         raise argparse.ArgumentTypeError(f"shard K/N needs 1 <= K <= N, not {text!r}")
     return k, n
 
 
-def _nonneg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+def _crash_point(text: str) -> int:
+    value = _ascii_int(text, "--crash-point")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+        raise argparse.ArgumentTypeError(f"--crash-point must be >= 0, not {value}")
     return value
 
 
-def _positive(text: str) -> int:
-    value = _nonneg(text)
+def _jobs(text: str) -> int:
+    value = _ascii_int(text, "--jobs")
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+        raise argparse.ArgumentTypeError(f"--jobs must be >= 1, not {value}")
     return value
 
 
@@ -77,13 +84,18 @@ def _with_progress(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="crashpoint", description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser = _Parser(
+        prog="crashpoint",
+        description="A crash-consistency test harness and fault injector.",
+    )
+    parser.add_argument("--version", action="version", version=f"crashpoint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     ex = sub.add_parser(
         "explore",
         help="explore every crash point of the workload catalogue",
         description="Record each workload once, derive every crash state under the "
-        "persistence model, reboot each on a fresh storage and check the invariants.",
+        "persistence model, reboot each on a fresh storage and check the invariants. "
+        "Exit codes: 0 no violation, 1 violation found, 2 usage or input error.",
     )
     ex.add_argument(
         "--scenario",
@@ -100,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ex.add_argument(
         "--target",
-        default="reference",
+        default=None,
         metavar="TARGET",
         help="reference (default), seed, or mutant:NAME",
     )
@@ -115,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ex.add_argument(
         "--crash-point",
-        type=_nonneg,
+        type=_crash_point,
         metavar="K",
         help="only crash point K (replay a counterexample)",
     )
@@ -129,16 +141,17 @@ def _parser() -> argparse.ArgumentParser:
         "--faults",
         action="store_true",
         help="also re-run each workload with a fault armed at every operation "
-        "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, short write, lost fsync)",
+        "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, ENOENT, short-write, fsync-lost)",
     )
     ex.add_argument(
         "--fault",
-        metavar="AT:ERRNO",
-        help="only this one fault, e.g. 3:ENOSPC or 5:short-write (replay)",
+        metavar="AT:NAME",
+        help="only this one fault (replay): AT an operation index, NAME an errno above, "
+        "short-write, or fsync-lost (alias fsyncgate), e.g. 3:ENOSPC",
     )
     ex.add_argument(
         "--jobs",
-        type=_positive,
+        type=_jobs,
         metavar="N",
         help="worker processes (default: all cores); the report is the same for any N",
     )
@@ -146,8 +159,9 @@ def _parser() -> argparse.ArgumentParser:
         "--zoo",
         action="store_true",
         help="run every mutant under every model and faults; print the kill matrix; "
-        "exit 1 if a mutant survives or the reference shows a violation",
+        "exit 1 if a mutant is not killed as expected or the reference shows a violation",
     )
+    parser.set_defaults(explore_usage=ex.format_usage())
     return parser
 
 
@@ -157,20 +171,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     width = None if sys.stdout.isatty() else 160
     console = Console(stderr=False, highlight=False, soft_wrap=True, width=width)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
         if args.command != "explore":
-            _parser().print_help()
-            return EXIT_USAGE
-        return _explore(args, console)
+            raise UsageError("a command is required: explore", parser.format_usage())
+        return _explore(args, console, err)
     except UsageError as exc:
-        err.print(f"crashpoint: error: {exc}", markup=False)
+        message = exc.args[0]
+        usage = exc.args[1] if len(exc.args) > 1 else parser.get_default("explore_usage")
+        if usage:
+            err.print(usage.rstrip(), markup=False)
+        err.print(f"crashpoint: error: {message}", markup=False)
         return EXIT_USAGE
-    except SystemExit as exc:  # --help
+    except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
     except KeyboardInterrupt:
         err.print("crashpoint: interrupted", markup=False)
-        return EXIT_USAGE
+        return EXIT_INTERRUPTED
     except Exception as exc:  # never a traceback
         err.print(f"crashpoint: internal error: {type(exc).__name__}: {exc}", markup=False)
         return EXIT_USAGE
@@ -182,9 +200,28 @@ def _resolve(
     from .faultfs import MODELS
     from .scenarios import SCENARIOS, get_target
 
+    if args.zoo:
+        clash = [
+            flag
+            for flag, value in (
+                ("--target", args.target),
+                ("--crash-point", args.crash_point),
+                ("--shard", args.shard),
+                ("--fault", args.fault),
+                ("--faults", args.faults or None),
+            )
+            if value is not None
+        ]
+        if clash:
+            raise UsageError(
+                f"--zoo explores every target with every fault; it takes no {', '.join(clash)}"
+            )
+    if args.fault is not None and args.faults:
+        raise UsageError("--fault replays one fault; --faults runs them all: give one of them")
     if args.model is None:
         args.model = "all" if args.zoo else "process-crash"
-    names = args.scenario or list(SCENARIOS)
+    args.model = args.model.strip().lower()
+    names = list(dict.fromkeys(args.scenario or SCENARIOS))  # repeated names count once
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; see `crashpoint explore --list`")
@@ -195,10 +232,42 @@ def _resolve(
     else:
         raise UsageError(f"unknown model {args.model!r}; known: {', '.join(MODELS)}, all")
     try:
-        target = get_target(args.target)
+        target = get_target(args.target or "reference")
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     return [SCENARIOS[n] for n in names], models, target
+
+
+def _check_replay(
+    args: argparse.Namespace, workloads: Sequence[Workload], target: Target, fault: Fault | None
+) -> None:
+    """A crash point or fault that exists in none of the workloads is a typo, not a pass."""
+    if args.crash_point is None and fault is None:
+        return
+    from .faultfs import FaultKind, OpKind
+    from .scenarios import record
+
+    ops = {w.name: record(w, target).ops for w in workloads}
+    if fault is not None:
+        fits = [
+            name
+            for name, trace in ops.items()
+            if fault.at < len(trace)
+            and (fault.kind is not FaultKind.SHORT_WRITE or trace[fault.at].kind is OpKind.WRITE)
+            and (fault.kind is not FaultKind.FSYNC_LOST or trace[fault.at].kind is OpKind.FSYNC)
+        ]
+        if not fits:
+            raise UsageError(
+                f"--fault {args.fault}: no selected scenario has a matching operation "
+                f"{fault.at} (operations per scenario: "
+                f"{', '.join(f'{n} {len(t)}' for n, t in ops.items())})"
+            )
+    if args.crash_point is not None and all(args.crash_point > len(t) for t in ops.values()):
+        longest = max((len(t) for t in ops.values()), default=0)
+        raise UsageError(
+            f"--crash-point {args.crash_point}: the selected scenarios have crash points "
+            f"0..{longest} at most"
+        )
 
 
 def _prepare_out(path: str) -> str:
@@ -208,30 +277,60 @@ def _prepare_out(path: str) -> str:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
+    for name in ("report.json", "report.md"):
+        if os.path.isdir(os.path.join(path, name)):
+            raise UsageError(f"--out {path!r} holds a directory named {name}")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write to --out directory {path!r}: permission denied")
     return path
+
+
+def _write_reports(report: dict[str, object], out: str) -> tuple[str, str]:
+    from .reports import write_json, write_markdown
+
+    paths = os.path.join(out, "report.json"), os.path.join(out, "report.md")
+    try:
+        write_json(report, paths[0])
+        write_markdown(report, paths[1])
+    except OSError as exc:
+        raise UsageError(f"cannot write the reports to {out!r}: {exc.strerror or exc}") from None
+    return paths
+
+
+def _print(console: Console, fn: Callable[[], None]) -> None:
+    """Print, surviving a closed pipe (``crashpoint explore | head``)."""
+    try:
+        fn()
+        sys.stdout.flush()
+    except (BrokenPipeError, SystemExit):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _list(console: Console) -> int:
     from .faultfs import MODELS
     from .scenarios import MUTANTS, SCENARIOS, TARGETS
 
-    console.print("[bold]scenarios[/]")
-    for w in SCENARIOS.values():
-        console.print(f"  {w.name:28} {w.description}")
-    console.print("[bold]models[/]")
-    for m in MODELS.values():
-        console.print(f"  {m.name:28} {m.source}")
-    console.print("[bold]targets[/]")
-    for t in TARGETS.values():
-        console.print(f"  {t.name:28} {t.description}")
-    console.print("[bold]mutants[/] (--target mutant:NAME; expected killer)")
-    for name, t in MUTANTS.items():
-        inv, model = t.expected or ("?", "?")
-        console.print(f"  {name:28} {inv} under {model}: {t.description}")
+    def show() -> None:
+        console.print("[bold]scenarios[/]")
+        for w in SCENARIOS.values():
+            console.print(f"  {w.name:30} {w.description}")
+        console.print("[bold]models[/]")
+        for m in MODELS.values():
+            console.print(f"  {m.name:30} {m.source}")
+        console.print("[bold]targets[/]")
+        for t in TARGETS.values():
+            console.print(f"  {t.name:30} {t.description}")
+        console.print("[bold]mutants[/] (--target mutant:NAME; the invariant that must catch it)")
+        for name, t in MUTANTS.items():
+            inv, model = t.expected or ("?", "?")
+            console.print(f"  {name:30} {inv} under {model}: {' '.join(t.description.split())}")
+
+    _print(console, show)
     return EXIT_OK
 
 
-def _explore(args: argparse.Namespace, console: Console) -> int:
+def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.list:
         return _list(console)
     workloads, models, target = _resolve(args)
@@ -243,11 +342,15 @@ def _explore(args: argparse.Namespace, console: Console) -> int:
             fault = parse_fault(args.fault)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    _check_replay(args, workloads, target, fault)
     out = _prepare_out(args.out)
+    from .scenarios._parallel import default_jobs
+
+    jobs = args.jobs if args.jobs is not None else default_jobs()
     if args.zoo:
-        return _zoo(args, workloads, models, out, console)
-    from .reports import build_report, print_summary, write_json, write_markdown
-    from .scenarios._parallel import default_jobs, plan_tasks, run_tasks
+        return _zoo(args, workloads, models, out, jobs, console, err)
+    from .reports import build_report, print_summary
+    from .scenarios._parallel import plan_tasks, run_tasks
 
     tasks = plan_tasks(
         [w.name for w in workloads],
@@ -259,18 +362,21 @@ def _explore(args: argparse.Namespace, console: Console) -> int:
         crash_point=args.crash_point,
         shard=args.shard,
     )
-    jobs = args.jobs if args.jobs is not None else default_jobs()
     results = _with_progress(tasks, jobs, run_tasks)
     report = build_report(results, model=args.model, target=target.name)
-    write_json(report, os.path.join(out, "report.json"))
-    write_markdown(report, os.path.join(out, "report.md"))
-    print_summary(report, console)
-    console.print(f"reports: {os.path.join(out, 'report.json')}, {os.path.join(out, 'report.md')}")
-    if args.crash_point is not None:
-        for r in results:
-            for v in r.violations:
-                console.print(v.render(), markup=False)
-    return EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
+    paths = _write_reports(report, out)
+    code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
+
+    def show() -> None:
+        print_summary(report, console, counterexample=args.crash_point is None)
+        if args.crash_point is not None:
+            for r in results:
+                for v in r.violations:
+                    console.print(v.render(), markup=False)
+        console.print(f"reports: {paths[0]}, {paths[1]}")
+
+    _print(console, show)
+    return code
 
 
 def _zoo(
@@ -278,23 +384,26 @@ def _zoo(
     workloads: Sequence[Workload],
     models: Sequence[PersistenceModel],
     out: str,
+    jobs: int,
     console: Console,
+    err: Console,
 ) -> int:
-    from .reports import build_report, print_zoo, write_json, write_markdown, zoo_dict
+    from .reports import build_report, print_zoo, zoo_dict
     from .scenarios import kill_matrix
-
-    from .scenarios._parallel import default_jobs
 
     rows, reference = kill_matrix(
         models=models,
         workloads=workloads,
-        jobs=args.jobs if args.jobs is not None else default_jobs(),
-        progress=lambda name: console.print(f"exploring {name} …", style="dim"),
+        jobs=jobs,
+        progress=lambda name: err.print(f"exploring {name} …", style="dim"),
     )
     zoo = zoo_dict(rows, [m.name for m in models])
     report = build_report(reference, model=args.model, target="reference", extra={"zoo": zoo})
-    write_json(report, os.path.join(out, "report.json"))
-    write_markdown(report, os.path.join(out, "report.md"))
-    print_zoo(zoo, console)
-    console.print(f"reports: {os.path.join(out, 'report.json')}, {os.path.join(out, 'report.md')}")
+    paths = _write_reports(report, out)
+
+    def show() -> None:
+        print_zoo(zoo, console)
+        console.print(f"reports: {paths[0]}, {paths[1]}")
+
+    _print(console, show)
     return EXIT_OK if zoo["ok"] else EXIT_VIOLATION

@@ -1,13 +1,59 @@
 """The crashpoint pytest plugin (registered under ``pytest11``).
 
-Cheap to import: nothing of crashpoint is imported until a fixture is used.
+Cheap to import: nothing of crashpoint is imported until a fixture or the marker
+is used (STYLE.md §10).
+
+Fixtures:
+
+* ``crashpoint_fs``: a :class:`~crashpoint.faultfs.RecordingFileSystem` over a fresh
+  :class:`~crashpoint.faultfs.MemoryFileSystem` (``/data`` exists), recording every
+  operation;
+* ``crashpoint_explorer``: an :class:`Explorer` bound to the test: ``explore(...)``
+  returns an :class:`~crashpoint.scenarios.ExplorationResult`, ``check(...)`` also
+  fails the test with the minimal counterexample; both honour ``--crashpoint-model``,
+  ``--crashpoint-shard`` and the item's shard, and the verdicts go to the test's
+  ``user_properties`` (so ``--junitxml`` records them);
+* ``crashpoint_shard``: ``(K, N)``, the slice of every crash-state space this item
+  explores, or None for all of it.
+
+Marker ``@pytest.mark.crashpoint(shards="auto")`` makes one item per shard: with
+pytest-xdist (``-n N``) one per worker, so a large exploration spreads over the
+cores; without xdist a single item. Example::
+
+    def three_saves(s):
+        for i in range(3):
+            s.save(AgentState.new("s1", {"i": i}))
+
+    @pytest.mark.crashpoint(shards="auto")
+    def test_three_saves(crashpoint_explorer):
+        crashpoint_explorer.check(three_saves, target="reference")
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
-__all__ = ["pytest_addoption"]
+if TYPE_CHECKING:
+    from .faultfs import PersistenceModel, RecordingFileSystem
+    from .scenarios import ExplorationResult, Invariant, Session, Target, Workload
+
+__all__ = [
+    "Explorer",
+    "crashpoint_explorer",
+    "crashpoint_fs",
+    "crashpoint_shard",
+    "parse_shard",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_generate_tests",
+    "shard_count",
+]
+
+_DEFAULT_MODEL = "process-crash"
+_PROPERTY_KEYS = ("explorations", "crash_points", "distinct_states", "violations")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -15,7 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--crashpoint-model",
         action="store",
-        default="process-crash",
+        default=_DEFAULT_MODEL,
         metavar="MODEL",
         help="persistence model for crashpoint explorations: process-crash (default), "
         "power-loss, power-loss-reorder, all.",
@@ -27,3 +73,338 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="K/N",
         help="explore only slice K of N of every crash-state space (CI matrices).",
     )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` as ``(K, N)``, 1 ≤ K ≤ N. Raises ValueError otherwise."""
+    k_text, sep, n_text = text.partition("/")
+    try:
+        k, n = int(k_text), int(n_text)
+    except ValueError:
+        k = n = 0
+    if not sep or not 1 <= k <= n:
+        raise ValueError(f"expected K/N with 1 <= K <= N, got {text!r}")
+    return k, n
+
+
+def _models_of(spec: str) -> tuple[str, ...]:
+    """Model names for ``--crashpoint-model`` (``all``, or comma-separated names)."""
+    from .faultfs import MODELS, get_model
+
+    if spec == "all":
+        return tuple(MODELS)
+    return tuple(get_model(name.strip()).name for name in spec.split(","))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "crashpoint(shards=None, model=None, target=None): crashpoint exploration "
+        'options for this test; shards="auto" (one item per xdist worker) or N splits '
+        "its crash states into one test item per shard.",
+    )
+    model = config.getoption("crashpoint_model")
+    if model != _DEFAULT_MODEL:
+        try:
+            _models_of(model)
+        except KeyError as exc:
+            raise pytest.UsageError(f"--crashpoint-model: {exc.args[0]}") from None
+    shard = config.getoption("crashpoint_shard")
+    if shard is not None:
+        try:
+            parse_shard(shard)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--crashpoint-shard: {exc}") from None
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Summary(), "crashpoint-summary")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    model = config.getoption("crashpoint_model")
+    shard = config.getoption("crashpoint_shard")
+    if model == _DEFAULT_MODEL and shard is None:
+        return None
+    return f"crashpoint: model={model}" + (f", shard={shard}" if shard else "")
+
+
+def shard_count(config: pytest.Config, shards: int | str) -> int:
+    """How many items a ``crashpoint(shards=...)`` test becomes.
+
+    ``"auto"``: the pytest-xdist worker count (``workerinput["workercount"]`` on a
+    worker, ``-n``/``--maxprocesses`` on the controller, so that every worker
+    collects the same items); 1 without xdist. An int is used as it is.
+    """
+    if shards != "auto":
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise ValueError(f'shards must be "auto" or a positive int, not {shards!r}')
+        return shards
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return max(1, int(workerinput.get("workercount", 1)))
+    numprocesses = getattr(config.option, "numprocesses", None)
+    if isinstance(numprocesses, int) and numprocesses > 0:
+        maxprocesses = getattr(config.option, "maxprocesses", None)
+        return min(numprocesses, maxprocesses) if maxprocesses else numprocesses
+    return 1
+
+
+def _combine(
+    outer: tuple[int, int] | None, inner: tuple[int, int] | None
+) -> tuple[int, int] | None:
+    """Shard ``inner`` of shard ``outer``: crash states whose identity ``d`` has
+    ``d % N == K - 1`` (outer ``K/N``) and ``d // N % M == J - 1`` (inner ``J/M``)
+    are ``d % (N*M) == K - 1 + N*(J - 1)``, so the inner shards of one outer shard
+    cover it exactly once."""
+    if outer is None:
+        return inner
+    if inner is None:
+        return outer
+    (k, n), (j, m) = outer, inner
+    return k + n * (j - 1), n * m
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("crashpoint")
+    if marker is None or marker.kwargs.get("shards") is None:
+        return
+    try:
+        n = shard_count(metafunc.config, marker.kwargs["shards"])
+    except ValueError as exc:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: crashpoint marker: {exc}") from None
+    if "crashpoint_shard" not in metafunc.fixturenames:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: @pytest.mark.crashpoint(shards=...) needs the "
+            "crashpoint_explorer (or crashpoint_shard) fixture"
+        )
+    if n > 1:
+        metafunc.parametrize(
+            "crashpoint_shard",
+            [(k, n) for k in range(1, n + 1)],
+            ids=[f"shard{k}of{n}" for k in range(1, n + 1)],
+            indirect=True,
+        )
+
+
+@pytest.fixture
+def crashpoint_shard(request: pytest.FixtureRequest) -> tuple[int, int] | None:
+    """The slice of every crash-state space this item explores: ``--crashpoint-shard``
+    combined with the item's marker shard; None for everything."""
+    option = request.config.getoption("crashpoint_shard")
+    outer = parse_shard(option) if option else None
+    inner: tuple[int, int] | None = getattr(request, "param", None)
+    return _combine(outer, inner)
+
+
+@pytest.fixture
+def crashpoint_fs() -> Iterator[RecordingFileSystem]:
+    """A recording filesystem over a fresh in-memory disk on which ``/data`` exists:
+    every operation lands in ``.trace``; ``.inner`` is the
+    :class:`~crashpoint.faultfs.MemoryFileSystem`."""
+    from .faultfs import MemoryFileSystem, RecordingFileSystem
+
+    yield RecordingFileSystem(MemoryFileSystem(dirs=("/data",)))
+
+
+@pytest.fixture
+def crashpoint_explorer(
+    request: pytest.FixtureRequest, crashpoint_shard: tuple[int, int] | None
+) -> Iterator[Explorer]:
+    """An :class:`Explorer` bound to this test; its verdicts are recorded as the
+    test's ``crashpoint_*`` user properties when the test ends."""
+    marker = request.node.get_closest_marker("crashpoint")
+    options = dict(marker.kwargs) if marker is not None else {}
+    model = options.get("model") or request.config.getoption("crashpoint_model")
+    explorer = Explorer(
+        request.node.nodeid,
+        models=model,
+        shard=crashpoint_shard,
+        target=options.get("target"),
+    )
+    yield explorer
+    if explorer.explorations:
+        node = request.node
+        for key, value in explorer.properties().items():
+            node.user_properties.append((f"crashpoint_{key}", value))
+
+
+class Explorer:
+    """Explores workloads at every crash point on behalf of one test item.
+
+    Args:
+        nodeid: the test's node id (used in replay commands).
+        models: ``"all"``, a model name, comma-separated names, or models.
+        shard: ``(K, N)``: only that slice of each crash-state space; None for all.
+        target: the default target (a name, a :class:`~crashpoint.scenarios.Target`
+            or a factory ``factory(fs, base_dir)``); ``"reference"`` when None.
+
+    Attributes:
+        results: every exploration this explorer ran, in order.
+    """
+
+    def __init__(
+        self,
+        nodeid: str = "",
+        *,
+        models: str | PersistenceModel | Sequence[str | PersistenceModel] = _DEFAULT_MODEL,
+        shard: tuple[int, int] | None = None,
+        target: str | Target | Callable[..., Any] | None = None,
+    ) -> None:
+        self.nodeid = nodeid
+        self.models = models
+        self.shard = shard
+        self.target = target
+        self.results: list[ExplorationResult] = []
+
+    @property
+    def explorations(self) -> int:
+        return len(self.results)
+
+    def explore(
+        self,
+        workload: Workload | Callable[[Session], None],
+        *,
+        target: str | Target | Callable[..., Any] | None = None,
+        model: str | PersistenceModel | Sequence[str | PersistenceModel] | None = None,
+        checker: Iterable[Invariant | str] | None = None,
+        shard: tuple[int, int] | None = None,
+    ) -> ExplorationResult:
+        """Explore ``workload`` (a :class:`~crashpoint.scenarios.Workload` or a function
+        taking a :class:`~crashpoint.scenarios.Session`) at every crash point.
+
+        ``model`` defaults to ``--crashpoint-model`` (several models: one result,
+        merged); ``shard`` to this item's shard. Returns the
+        :class:`~crashpoint.scenarios.ExplorationResult`.
+        """
+        from .scenarios import explore
+
+        chosen = self._resolve_target(target if target is not None else self.target)
+        work = _as_workload(workload)
+        models = _resolve_models(model if model is not None else self.models)
+        piece = shard if shard is not None else self.shard
+        results = [
+            explore(work, model=m, target=chosen, checker=checker, shard=piece) for m in models
+        ]
+        result = results[0]
+        for other in results[1:]:
+            result.merge(other)
+        if len(results) > 1:
+            result.model = ",".join(m.name for m in models)
+        if not _registered(work, chosen):
+            replay = f"pytest {self.nodeid!r}" if self.nodeid else "the test"
+            result.violations = [
+                _with_replay(
+                    v, f"{replay} --crashpoint-model {v.model} (crash point {v.crash_point})"
+                )
+                for v in result.violations
+            ]
+        self.results.append(result)
+        return result
+
+    def check(
+        self,
+        workload: Workload | Callable[[Session], None],
+        **options: Any,
+    ) -> ExplorationResult:
+        """:meth:`explore`, then fail the test with the minimal counterexample (the
+        model, crash point, crash state, what load gave and a replay) if any."""
+        __tracebackhide__ = True
+        result = self.explore(workload, **options)
+        if result.violations:
+            v = result.violations[0]
+            more = len(result.violations) - 1
+            tail = f"\n  (and {more} more violation(s))" if more else ""
+            pytest.fail(
+                f"crashpoint: {len(result.violations)} violation(s) in {result.distinct_states} "
+                f"crash states\n{v.render()}{tail}",
+                pytrace=False,
+            )
+        return result
+
+    def properties(self) -> dict[str, object]:
+        """The verdicts so far, as recorded in the test's user properties."""
+        return {
+            "explorations": len(self.results),
+            "crash_points": sum(r.crash_points for r in self.results),
+            "distinct_states": sum(r.distinct_states for r in self.results),
+            "violations": sum(len(r.violations) for r in self.results),
+            "killed_by": ",".join(sorted({i for r in self.results for i in r.killed_by()})),
+            "model": ",".join(dict.fromkeys(r.model for r in self.results)),
+            "shard": "all" if self.shard is None else f"{self.shard[0]}/{self.shard[1]}",
+        }
+
+    @staticmethod
+    def _resolve_target(target: str | Target | Callable[..., Any] | None) -> Target:
+        from .scenarios import TARGETS, Target, get_target
+
+        if target is None:
+            return TARGETS["reference"]
+        if isinstance(target, Target):
+            return target
+        if isinstance(target, str):
+            return get_target(target)
+        name = getattr(target, "__qualname__", None) or repr(target)
+        return Target(name, target, getattr(target, "__doc__", None) or "")
+
+
+def _resolve_models(
+    models: str | PersistenceModel | Sequence[str | PersistenceModel],
+) -> list[PersistenceModel]:
+    from .faultfs import get_model
+
+    if isinstance(models, str):
+        return [get_model(name) for name in _models_of(models)]
+    if not isinstance(models, Sequence):
+        return [models]
+    return [get_model(m) if isinstance(m, str) else m for m in models]
+
+
+def _as_workload(workload: Workload | Callable[[Session], None]) -> Workload:
+    from .scenarios import Workload
+
+    if isinstance(workload, Workload):
+        return workload
+    doc = (getattr(workload, "__doc__", None) or "").strip().split("\n")[0]
+    name = getattr(workload, "__name__", None) or "workload"
+    return Workload(name, doc, workload)
+
+
+def _registered(workload: Workload, target: Target) -> bool:
+    """Whether the CLI can replay this exploration (catalogued workload and target)."""
+    from .scenarios import SCENARIOS, get_target
+
+    try:
+        return SCENARIOS.get(workload.name) is workload and get_target(target.name) is target
+    except KeyError:
+        return False
+
+
+def _with_replay(violation: Any, replay: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(violation, replay=replay)
+
+
+class _Summary:
+    """Sums the crashpoint verdicts of every test (reports from xdist workers too)
+    and prints them after the run."""
+
+    def __init__(self) -> None:
+        self.totals = dict.fromkeys(_PROPERTY_KEYS, 0)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            key = name[len("crashpoint_") :] if name.startswith("crashpoint_") else ""
+            if key in self.totals and isinstance(value, int):
+                self.totals[key] += value
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        totals = self.totals
+        if totals["explorations"]:
+            terminalreporter.write_sep("-", "crashpoint")
+            terminalreporter.write_line(
+                f"{totals['explorations']} explorations, {totals['crash_points']} crash "
+                f"points, {totals['distinct_states']} distinct crash states, "
+                f"{totals['violations']} violations"
+            )

@@ -9,9 +9,9 @@ Shape (keys are a contract; acceptance checks read them)::
       "scenarios": [
         {"name", "model", "target", "operations", "crash_points", "raw_states",
          "distinct_states", "cut", "exhaustive", "invariants", "faults",
-         "violation_count", "killed_by",
+         "violation_count", "violations_listed", "killed_by",
          "violations": [                   # minimal first; at most MAX_LISTED
-           {"invariant", "title", "severity", "session_id",
+           {"invariant", "title", "severity", "why", "fault", "session_id",
             "crash_point": {"index", "operation", "last_done"},
             "crash_state": {file: rendering}, "state_digest",
             "expected", "load_returned", "replay"}]}],
@@ -29,11 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..scenarios import FAULT_COLUMN, ExplorationResult, Invariant, Violation, ZooRow
+from ..scenarios._explore import violation_order
 
-__all__ = ["MAX_LISTED", "build_report", "violation_dict", "write_json", "zoo_dict"]
+__all__ = ["MAX_LISTED", "build_report", "violation_dict", "write_json", "write_text", "zoo_dict"]
 
 MAX_LISTED = 25
-"""Violations listed per scenario entry; ``violation_count`` keeps the exact number."""
+"""Violations listed per scenario entry (at least one per invariant found, so this can be
+exceeded by the number of invariants); ``violation_count`` keeps the exact number."""
 
 
 def violation_dict(v: Violation) -> dict[str, Any]:
@@ -46,6 +48,8 @@ def violation_dict(v: Violation) -> dict[str, Any]:
         "scenario": v.scenario,
         "model": v.model,
         "session_id": v.session_id,
+        "fault": v.fault or None,
+        "why": Invariant(v.invariant).__doc__,
         "crash_point": {
             "index": v.crash_point,
             "operation": v.operation,
@@ -57,6 +61,21 @@ def violation_dict(v: Violation) -> dict[str, Any]:
         "load_returned": v.got,
         "replay": v.replay,
     }
+
+
+def _listed(violations: Sequence[Violation]) -> list[Violation]:
+    """At most MAX_LISTED violations: the minimal one of each invariant first, then the
+    rest minimal first, so every invariant found has a counterexample in the report."""
+    firsts: dict[str, Violation] = {}
+    for v in violations:
+        firsts.setdefault(v.invariant, v)
+    chosen = list(firsts.values())
+    for v in violations:
+        if len(chosen) >= MAX_LISTED:
+            break
+        if v not in chosen:
+            chosen.append(v)
+    return sorted(chosen, key=violation_order)
 
 
 def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
@@ -73,8 +92,9 @@ def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
         "invariants": list(r.invariants),
         "faults": r.faults,
         "violation_count": len(r.violations),
+        "violations_listed": len(listed := _listed(r.violations)),
         "killed_by": r.killed_by(),
-        "violations": [violation_dict(v) for v in r.violations[:MAX_LISTED]],
+        "violations": [violation_dict(v) for v in listed],
     }
 
 
@@ -116,18 +136,28 @@ def build_report(
 
 
 def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write ``report`` as indented UTF-8 JSON to ``path`` (replaced atomically)."""
+    """Write ``report`` as indented UTF-8 JSON to ``path`` (replaced atomically).
+    Raises OSError if it cannot; no temporary file is left behind."""
+    write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", path)
+
+
+def write_text(text: str, path: str | os.PathLike[str]) -> None:
+    """Replace ``path`` by ``text`` atomically (a temporary file renamed over it)."""
     tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.isfile(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
     """The kill matrix as JSON: ``{"models": [columns], "rows": [{"target", "expected",
     "killed": {column: [ids]}, "verdict", "violations"}], "ok"}``."""
-    columns = [*models, FAULT_COLUMN]
+    columns = [*models, FAULT_COLUMN] if any(FAULT_COLUMN in r.killed for r in rows) else [*models]
     return {
         "models": columns,
         "rows": [
@@ -136,7 +166,7 @@ def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
                 "expected": (
                     f"{row.expected[0]} under {row.expected[1]}" if row.expected else "none"
                 ),
-                "killed": {c: row.killed.get(c, []) for c in columns},
+                "killed": {c: row.killed[c] for c in columns if c in row.killed},
                 "verdict": row.verdict,
                 "violations": row.violations,
             }

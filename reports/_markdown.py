@@ -11,10 +11,12 @@ __all__ = ["render_markdown", "write_markdown"]
 
 def _violation_md(v: Mapping[str, Any]) -> list[str]:
     cp = v["crash_point"]
+    fault = f" with injected fault `{v['fault']}`" if v.get("fault") else ""
     lines = [
         f"#### {v['invariant']} ({v['title']}, {v['severity']}) — `{v['scenario']}` "
-        f"under {v['model']}",
+        f"under {v['model']}{fault}",
         "",
+        f"- {v['why']}",
         f"- crash point **{cp['index']}**: after `{cp['last_done']}`, before `{cp['operation']}`",
         f"- session `{v['session_id']}`; crash state:",
     ]
@@ -39,6 +41,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{t['distinct_states']} distinct crash states checked "
         f"({t['raw_states']} before deduplication): {verdict}.",
         "",
+        "A violation is one finding: an invariant failing for one session in one crash state "
+        "at one crash point, so the count can exceed the number of states. Each scenario lists "
+        "its minimal counterexample of every invariant found, then more up to a limit.",
+        "",
+        "Operations are numbered from 0 in the order the workload issued them; "
+        "`save#N` is the workload's storage call N (counting every call, loads included).",
+        "",
     ]
     if t.get("cut"):
         out += [f"Enumeration was bounded: {t['cut']} crash states were left out.", ""]
@@ -49,9 +58,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     ]
     for s in report["scenarios"]:
         killed = f" ({', '.join(s['killed_by'])})" if s["killed_by"] else ""
+        if s["violations_listed"] < s["violation_count"]:
+            killed += f", {s['violations_listed']} listed"
         bound = "" if s["exhaustive"] else f" (+{s['cut']} cut)"
+        mode = f" + {s['faults']} faults" if s.get("faults") else ""
         out.append(
-            f"| {s['name']} | {s['model']} | {s['operations']} | {s['crash_points']} | "
+            f"| {s['name']} | {s['model']}{mode} | {s['operations']} | {s['crash_points']} | "
             f"{s['distinct_states']}{bound} | {' '.join(s['invariants'])} | "
             f"{s['violation_count']}{killed} |"
         )
@@ -76,7 +88,7 @@ def _zoo_md(zoo: Mapping[str, Any]) -> list[str]:
         "|---|" + "---|" * len(models) + "---|---|",
     ]
     for row in zoo["rows"]:
-        cells = [", ".join(row["killed"].get(m, [])) or "survived" for m in models]
+        cells = [", ".join(row["killed"].get(m, [])) or "-" for m in models]
         out.append(
             f"| {row['target']} | "
             + " | ".join(cells)
@@ -86,6 +98,7 @@ def _zoo_md(zoo: Mapping[str, Any]) -> list[str]:
 
 
 def write_markdown(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write the Markdown rendering of ``report`` to ``path``."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_markdown(report))
+    """Write the Markdown rendering of ``report`` to ``path`` (replaced atomically)."""
+    from ._json import write_text
+
+    write_text(render_markdown(report), path)

@@ -11,77 +11,86 @@ from rich.table import Table
 __all__ = ["print_summary", "print_zoo"]
 
 
-def print_summary(report: Mapping[str, Any], console: Console) -> None:
-    """Print the scenario table (scenario, model, crash points, distinct crash states,
-    invariants checked, violations) and, if any, the minimal counterexample."""
+def print_summary(
+    report: Mapping[str, Any], console: Console, *, counterexample: bool = True
+) -> None:
+    """Print the scenario table (scenario, model, operations, crash points, distinct
+    crash states, violations), the invariants checked and, if any (and
+    ``counterexample``), the minimal counterexample."""
     table = Table(title=f"crashpoint: target {report['target']}, model {report['model']}")
-    for name, justify in (
-        ("scenario", "left"),
-        ("model", "left"),
-        ("crash points", "right"),
-        ("distinct states", "right"),
-        ("invariants checked", "right"),
-        ("violations", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("scenario", overflow="fold")
+    table.add_column("model", overflow="fold")
+    for name in ("operations", "crash points", "distinct states", "violations"):
+        table.add_column(name, justify="right", overflow="fold")
     for s in report["scenarios"]:
         v = s["violation_count"]
         shown = f"[bold red]{v} ({', '.join(s['killed_by'])})[/]" if v else "0"
         states = str(s["distinct_states"]) + ("" if s["exhaustive"] else f" (+{s['cut']} cut)")
-        table.add_row(
-            s["name"], s["model"], str(s["crash_points"]), states, str(len(s["invariants"])), shown
-        )
+        model = s["model"] + (f" + {s['faults']} faults" if s.get("faults") else "")
+        table.add_row(s["name"], model, str(s["operations"]), str(s["crash_points"]), states, shown)
     t = report["totals"]
     table.add_row(
         "[bold]total[/]",
         "",
+        "",
         str(t["crash_points"]),
         str(t["distinct_states"]),
-        "",
         f"[bold]{t['violations']}[/]",
         end_section=True,
     )
     console.print(table)
-    ids = sorted({i for s in report["scenarios"] for i in s["invariants"]}, key=_order)
+    ids: list[str] = []
+    for s in report["scenarios"]:
+        ids += [i for i in s["invariants"] if i not in ids]
     console.print(f"invariants checked: {' '.join(ids)}", highlight=False, soft_wrap=True)
     ce = report.get("counterexample")
-    if ce:
+    if ce and counterexample:
         cp = ce["crash_point"]
+        fault = f", injected fault {ce['fault']}" if ce.get("fault") else ""
         console.print(
             f"[bold red]{ce['invariant']} ({ce['title']})[/] in [bold]{ce['scenario']}[/] under "
-            f"{ce['model']}: crash point {cp['index']}, after {cp['last_done']}, "
+            f"{ce['model']}{fault}: crash point {cp['index']}, after {cp['last_done']}, "
             f"before {cp['operation']}",
             highlight=False,
             soft_wrap=True,
         )
+        console.print(f"  why it matters: {ce['why']}", highlight=False, soft_wrap=True)
+        console.print("  crash state:", highlight=False)
         for name, what in ce["crash_state"].items():
             console.print(f"    {name}: {what}", highlight=False, soft_wrap=True)
-        console.print(f"  load returned: {ce['load_returned']}", highlight=False, soft_wrap=True)
+        console.print(
+            f"  load({ce['session_id']!r}) returned: {ce['load_returned']}",
+            highlight=False,
+            soft_wrap=True,
+        )
         console.print(f"  expected: {ce['expected']}", highlight=False, soft_wrap=True)
         console.print(f"  replay: {ce['replay']}", highlight=False, soft_wrap=True)
-
-
-def _order(inv: str) -> int:
-    order = ["R1", "V1", "P1", "E1", "E2", "D1", "C1", "F1", "S1", "S2"]
-    return order.index(inv) if inv in order else len(order)
 
 
 def print_zoo(zoo: Mapping[str, Any], console: Console) -> None:
     """Print the kill matrix: target × model → the invariants that killed it."""
     table = Table(title="crashpoint mutant zoo: kill matrix")
-    table.add_column("target")
+    table.add_column("target", overflow="fold")
     for column in zoo["models"]:
-        table.add_column(column)
-    table.add_column("expected")
+        table.add_column(column, overflow="fold")
+    table.add_column("expected", overflow="fold")
     table.add_column("verdict")
     for row in zoo["rows"]:
         verdict = row["verdict"]
         style = "green" if verdict in ("clean", "killed") else "bold red"
-        cells = [", ".join(row["killed"][c]) or "-" for c in zoo["models"]]
+        if verdict == "not-run":
+            style = "yellow"
+        cells = [", ".join(row["killed"].get(c, [])) or "-" for c in zoo["models"]]
         table.add_row(row["target"], *cells, row["expected"], f"[{style}]{verdict}[/]")
     console.print(table)
-    bad = [r["target"] for r in zoo["rows"] if r["verdict"] not in ("clean", "killed")]
+    bad = [r["target"] for r in zoo["rows"] if r["verdict"] not in ("clean", "killed", "not-run")]
+    skipped = [r["target"] for r in zoo["rows"] if r["verdict"] == "not-run"]
     if bad:
         console.print(f"[bold red]not as expected:[/] {', '.join(bad)}", soft_wrap=True)
     else:
-        console.print("every mutant killed by its expected invariant; reference clean")
+        console.print("every mutant explored was killed by its expected invariant; reference clean")
+    if skipped:
+        console.print(
+            f"[yellow]not run[/] (their model was not selected): {', '.join(skipped)}",
+            soft_wrap=True,
+        )

@@ -24,6 +24,7 @@ from ..faultfs import (
     PersistenceModel,
     RecordingFileSystem,
     crash_points,
+    get_model,
 )
 from ._checkers import (
     INVARIANTS,
@@ -38,7 +39,7 @@ from ._checkers import (
     secret_violations,
     v1_required,
 )
-from ._targets import TARGETS, Target
+from ._targets import TARGETS, Target, get_target
 from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
 __all__ = ["SECRETS", "Checker", "ExplorationResult", "Recording", "Violation", "explore", "record"]
@@ -67,6 +68,7 @@ class Violation:
         expected: what load had to give.
         got: what load gave.
         replay: one command that replays this counterexample.
+        fault: the injected fault (``AT:NAME``), or ``""`` for a plain crash.
     """
 
     invariant: str
@@ -82,15 +84,19 @@ class Violation:
     expected: str
     got: str
     replay: str
+    fault: str = ""
 
     def render(self) -> str:
+        inv = Invariant(self.invariant)
         files = "\n".join(f"    {name}: {what}" for name, what in self.crash_state.items())
+        fault = f", injected fault {self.fault}" if self.fault else ""
         return (
-            f"{self.invariant} ({Invariant(self.invariant).label}) violated in scenario "
-            f"{self.scenario!r} under {self.model}, target {self.target}\n"
+            f"{self.invariant} ({inv.label}) violated in scenario {self.scenario!r} under "
+            f"{self.model}{fault}, target {self.target}\n"
+            f"  why it matters: {inv.__doc__}\n"
             f"  crash point {self.crash_point}: after {self.last_done}, before {self.operation}\n"
             f"  crash state:\n{files}\n"
-            f"  load({self.session_id!r}) gave: {self.got}\n"
+            f"  load({self.session_id!r}) returned: {self.got}\n"
             f"  expected: {self.expected}\n"
             f"  replay: {self.replay}"
         )
@@ -230,6 +236,19 @@ def _render_state(
     return files
 
 
+def resolve(
+    model: PersistenceModel | str, target: Target | str | None
+) -> tuple[PersistenceModel, Target]:
+    """Accept names for a model and a target. Raises KeyError listing the known ones."""
+    if isinstance(model, str):
+        model = get_model(model)
+    if target is None:
+        target = TARGETS["reference"]
+    elif isinstance(target, str):
+        target = get_target(target)
+    return model, target
+
+
 def _wanted(checker: Iterable[Invariant | str] | None, *, faults: bool) -> set[Invariant]:
     chosen = {Invariant(i) for i in (checker if checker is not None else INVARIANTS)}
     if not faults:
@@ -240,8 +259,8 @@ def _wanted(checker: Iterable[Invariant | str] | None, *, faults: bool) -> set[I
 def explore(
     workload: Workload,
     *,
-    model: PersistenceModel = PROCESS_CRASH,
-    target: Target | None = None,
+    model: PersistenceModel | str = PROCESS_CRASH,
+    target: Target | str | None = None,
     checker: Iterable[Invariant | str] | None = None,
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
@@ -254,8 +273,8 @@ def explore(
 
     Args:
         workload: the workload (see ``SCENARIOS``).
-        model: the persistence model (default process-crash).
-        target: the storage (default ``reference``).
+        model: the persistence model or its name (default process-crash).
+        target: the storage, or its name (default ``reference``).
         checker: the invariants to check (default: all but F1, which needs faults).
         crash_point: only this crash point ``k`` (replaying a counterexample).
         shard: ``(K, N)``, 1 ≤ K ≤ N: only crash states whose identity falls in
@@ -265,7 +284,7 @@ def explore(
         an :class:`ExplorationResult`; violations sorted minimal first.
     """
     started = time.perf_counter()
-    target = target or TARGETS["reference"]
+    model, target = resolve(model, target)
     wanted = _wanted(checker, faults=False)
     recording = record(workload, target)
     result = ExplorationResult(
@@ -334,7 +353,7 @@ class Checker:
             self.model.name,
             self.target.name,
             k,
-            ops[k].render() if k < len(ops) else "(end of run)",
+            ops[k].render() if k < len(ops) else "(no crash: the run completed)",
             ops[k - 1].render() if k > 0 else "(nothing)",
             sid,
             _render_state(state, sid, storage, _known_blobs(recording)),
@@ -342,6 +361,7 @@ class Checker:
             expected,
             got,
             replay,
+            extra.removeprefix(" --fault ") if extra.startswith(" --fault ") else "",
         )
 
     def check(

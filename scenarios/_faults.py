@@ -17,11 +17,18 @@ from collections.abc import Iterable, Sequence
 
 from ..faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
 from ._checkers import INVARIANTS, Invariant
-from ._explore import Checker, ExplorationResult, _state_after, _wanted, record
-from ._targets import TARGETS, Target
+from ._explore import Checker, ExplorationResult, _state_after, _wanted, record, resolve
+from ._targets import Target
 from ._workload import Workload
 
-__all__ = ["FAULTS_BY_OP", "explore_faults", "fault_plan", "parse_fault"]
+__all__ = [
+    "FAULTS_BY_OP",
+    "FAULT_ERRNOS",
+    "explore_faults",
+    "fault_plan",
+    "fault_spec",
+    "parse_fault",
+]
 
 _E = FaultKind.ERROR
 FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
@@ -68,27 +75,43 @@ def fault_spec(fault: Fault) -> str:
     return f"{fault.at}:{fault.kind.value}"
 
 
+FAULT_ERRNOS = ("ENOSPC", "EDQUOT", "EIO", "EACCES", "EROFS", "EXDEV", "ENOENT")
+"""The errnos a fault can carry (FAULT-MODEL.md §2)."""
+
+_KIND_ALIASES = {
+    "short-write": FaultKind.SHORT_WRITE,
+    "fsync-lost": FaultKind.FSYNC_LOST,
+    "fsyncgate": FaultKind.FSYNC_LOST,
+    "lost-fsync": FaultKind.FSYNC_LOST,
+}
+
+
 def parse_fault(text: str) -> Fault:
-    """Parse ``AT:NAME`` (see :func:`fault_spec`). Raises ValueError on bad input."""
-    at_text, sep, name = text.partition(":")
-    if not sep or not at_text.isdigit():
-        raise ValueError(f"a fault looks like AT:ERRNO (e.g. 3:ENOSPC), not {text!r}")
+    """Parse ``AT:NAME`` (see :func:`fault_spec`): NAME is an errno of
+    :data:`FAULT_ERRNOS` (any case), ``short-write`` or ``fsync-lost`` (alias
+    ``fsyncgate``). Raises ValueError naming the valid forms."""
+    at_text, sep, name = text.strip().partition(":")
+    valid = f"{', '.join(FAULT_ERRNOS)}, short-write, fsync-lost"
+    if not sep or not (at_text.isascii() and at_text.isdigit()):
+        raise ValueError(
+            f"a fault looks like AT:NAME (e.g. 3:ENOSPC; NAME one of {valid}), not {text!r}"
+        )
     at = int(at_text)
-    if name == FaultKind.SHORT_WRITE.value:
-        return Fault(at, errno.ENOSPC, FaultKind.SHORT_WRITE)
-    if name == FaultKind.FSYNC_LOST.value:
-        return Fault(at, errno.EIO, FaultKind.FSYNC_LOST)
-    code = getattr(errno, name, None)
-    if not isinstance(code, int):
-        raise ValueError(f"unknown errno name {name!r} in fault {text!r}")
-    return Fault(at, code)
+    kind = _KIND_ALIASES.get(name.lower())
+    if kind is FaultKind.SHORT_WRITE:
+        return Fault(at, errno.ENOSPC, kind)
+    if kind is FaultKind.FSYNC_LOST:
+        return Fault(at, errno.EIO, kind)
+    if name.upper() not in FAULT_ERRNOS:
+        raise ValueError(f"unknown fault {name!r} in {text!r}; NAME is one of {valid}")
+    return Fault(at, getattr(errno, name.upper()))
 
 
 def explore_faults(
     workload: Workload,
     *,
-    model: PersistenceModel = PROCESS_CRASH,
-    target: Target | None = None,
+    model: PersistenceModel | str = PROCESS_CRASH,
+    target: Target | str | None = None,
     checker: Iterable[Invariant | str] | None = None,
     faults: Sequence[Fault] | None = None,
     shard: tuple[int, int] | None = None,
@@ -104,7 +127,7 @@ def explore_faults(
     Returns an :class:`ExplorationResult` whose ``faults`` counts the faulted runs.
     """
     started = time.perf_counter()
-    target = target or TARGETS["reference"]
+    model, target = resolve(model, target)
     wanted = _wanted(checker, faults=True)
     base = record(workload, target)
     plan = list(faults) if faults is not None else fault_plan(base.ops)

@@ -33,13 +33,18 @@ from ..core import (
     CURRENT_VERSION,
     AgentState,
     ErrorCode,
+    Message,
+    PendingRunCheckpoint,
     StateError,
+    TextPart,
     decode_bytes,
     encode,
     safe_session_file_name,
+    truncate_to_paired,
 )
 from ..faultfs import (
     MODELS,
+    PROCESS_CRASH,
     CrashState,
     FileSystem,
     MemoryFileSystem,
@@ -95,6 +100,14 @@ class _Armed:
     pick: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Look:
+    obs: Observation
+    v1: bool
+    clean: bool
+    c1_wrote: bool
+
+
 class Snapshot:
     """A generated state, printed compactly in the replay: only the fields that
     differ from :meth:`AgentState.new`, as a call that rebuilds it."""
@@ -133,8 +146,10 @@ class _Harness:
         base_dir: str,
         session_ids: Sequence[str],
         invariants: Iterable[Invariant],
+        sweep: bool = True,
     ) -> None:
         self.factory = factory
+        self.sweep = sweep
         self.base_dir = base_dir
         self.session_ids = tuple(session_ids)
         self.wanted = frozenset(invariants)
@@ -144,6 +159,7 @@ class _Harness:
         self.armed: _Armed | None = None
         self.last_crash = ""
         self.offset = 0
+        self._looks: dict[CrashState, dict[str, _Look]] = {}
         parent = posixpath.dirname(posixpath.normpath(base_dir)) or "/"
         disk = MemoryFileSystem(dirs=(parent,) if parent != "/" else ()).crash_state()
         self._reboot(disk)
@@ -175,6 +191,7 @@ class _Harness:
         armed, self.armed = self.armed, None
         self.last_crash = ""
         begun = self.rec.op_count
+        before = self.mem.crash_state() if self.sweep and armed is None else None
         if armed is not None:
             self.rec.crash_at = begun + armed.at
         crash: SimulatedCrash | None = None
@@ -202,7 +219,33 @@ class _Harness:
             self._judge_live(call, live)
         if armed is not None:
             self._crash(armed, call, begun, crash)
+        elif before is not None:
+            self._sweep(call, before, begun)
         return call
+
+    def _sweep(self, call: Call, before: CrashState, begun: int) -> None:
+        """Judge a process crash at every operation of the call just made (as
+        :func:`~crashpoint.scenarios.explore` does for a workload): the distinct
+        crash states strictly inside it, each rebooted on a fresh storage."""
+        ops = [dataclasses.replace(op, index=i) for i, op in enumerate(self.rec.trace.ops[begun:])]
+        seen = {before, self.mem.crash_state()}  # checked before and after the step
+        for point in crash_points(PROCESS_CRASH, before, ops):
+            state = point.states[0]
+            if state in seen:
+                continue
+            seen.add(state)
+            j = point.index
+            crash = (
+                f"process crash during {call.label}({call.session_id!r}) after {j} of its "
+                f"operations, before {ops[j].render()}; last operation done: "
+                f"{ops[j - 1].render()}"
+            )
+            self._verify(
+                state,
+                at=self.offset + begun + j,
+                what=f"load after a {crash}",
+                crash="",
+            )
 
     def _crash(self, armed: _Armed, call: Call, begun: int, crash: SimulatedCrash | None) -> None:
         """Reboot on crash state ``pick`` of the crash point: operation ``at`` of the
@@ -237,6 +280,29 @@ class _Harness:
             call.error = _CRASHED
         self.offset += k
         self._reboot(chosen)
+
+    def next_turn(self, session_id: str) -> AgentState:
+        """The session's last saved state one turn on, as an agent run saves it: a user
+        message appended (after dropping an unanswered approval batch), then either
+        ``after_user_input`` (running, with a checkpoint) or complete (neither),
+        alternately (SPEC.md §7)."""
+        base = AgentState.new(session_id)
+        for call in reversed(self.calls):
+            saved = call.saved.state if call.saved is not None else None
+            if call.session_id == session_id and call.error is None and saved is not None:
+                base = saved.snapshot()
+                break
+        turn = len(base.messages)
+        base.messages = [
+            *truncate_to_paired(base.messages),
+            Message("user", (TextPart(f"turn {turn}"),)),
+        ]
+        base.pending_approval = None
+        base.is_running = turn % 2 == 0
+        base.pending_run_checkpoint = (
+            PendingRunCheckpoint("after_user_input", turn) if base.is_running else None
+        )
+        return base
 
     def arm(self, model: PersistenceModel | str, at: int, pick: int) -> None:
         """Arm a crash for the next storage call (see ``crash_now``)."""
@@ -314,55 +380,106 @@ class _Harness:
         """Reboot the disk as it stands on a fresh storage; judge each session's load."""
         disk = self.mem.crash_state()
         for sid in self.session_ids:
-            if sid in self.damaged and self._clean(disk, sid):
+            if sid in self.damaged and self._look(disk, sid).clean:
                 self.damaged.discard(sid)
+        self._verify(disk, what="load on a fresh storage over the disk")
+
+    def _verify(
+        self, disk: CrashState, *, what: str, at: int | None = None, crash: str | None = None
+    ) -> None:
+        """Judge every session's load on ``disk`` against the calls folded at global
+        operation ``at`` (default: now); probe C1 where load fails."""
+        for sid in self.session_ids:
+            look = self._look(disk, sid)
+            self._judge(look.obs, sid, disk, what, at=at, crash=crash)
+            if look.c1_wrote:
+                raise AssertionError(
+                    self._message(
+                        Invariant.C1,
+                        sid,
+                        disk,
+                        what.replace("load ", "load_or_create ", 1),
+                        got="load_or_create wrote to the disk",
+                        expected=f"load_or_create raises {look.obs.code} and writes nothing",
+                        crash=crash,
+                    )
+                )
+
+    def _look(self, disk: CrashState, sid: str) -> _Look:
+        """What a fresh storage and the codec make of ``sid`` on ``disk`` (memoised:
+        most steps leave the disk as it was, and crashes bring earlier disks back)."""
+        looks = self._looks.get(disk)
+        if looks is None:
+            if len(self._looks) >= 16:
+                del self._looks[next(iter(self._looks))]
+            looks = self._looks[disk] = {}
+        look = looks.get(sid)
+        if look is None:
             obs = observe(self.factory(MemoryFileSystem(disk), self.base_dir), sid)
-            self._judge(obs, sid, disk, "load on a fresh storage over the disk")
+            wrote = False
             if (
                 Invariant.C1 in self.wanted
                 and obs.state is None
                 and obs.code != ErrorCode.SESSION_NOT_FOUND
             ):
-                self._probe_c1(disk, sid, obs)
-
-    def _probe_c1(self, disk: CrashState, sid: str, obs: Observation) -> None:
-        probe = MemoryFileSystem(disk)
-        with contextlib.suppress(Exception):
-            self.factory(probe, self.base_dir).load_or_create(sid)
-        if probe.mutations:
-            raise AssertionError(
-                self._message(
-                    Invariant.C1,
-                    sid,
-                    disk,
-                    "load_or_create on a fresh storage over the disk",
-                    got="load_or_create wrote to the disk",
-                    expected=f"load_or_create raises {obs.code} and writes nothing",
-                )
+                probe = MemoryFileSystem(disk)
+                with contextlib.suppress(Exception):
+                    self.factory(probe, self.base_dir).load_or_create(sid)
+                wrote = probe.mutations > 0
+            look = looks[sid] = _Look(
+                obs,
+                Invariant.V1 in self.wanted and v1_required(disk, self.base_dir, sid),
+                self._clean(disk, sid),
+                wrote,
             )
+        return look
 
-    def expectation(self, sid: str, disk: CrashState) -> Expectation:
-        """What load of ``sid`` may give now: the calls folded as for a recorded
-        workload, plus, for a session whose files another process damaged, what
-        SPEC.md §6's load gives on this disk."""
-        exp = fold_calls(self.calls, None, sid, self.now)
+    def expectation(self, sid: str, disk: CrashState, at: int | None = None) -> Expectation:
+        """What load of ``sid`` may give at global operation ``at`` (default now): the
+        calls folded as for a recorded workload, plus, for a session whose files
+        another process damaged, what SPEC.md §6's load gives on ``disk``."""
+        exp = fold_calls(self.calls, None, sid, self.now if at is None else at)
         if sid in self.damaged:
             for outcome in self._as_specified(disk, sid):
                 if outcome not in exp.allowed:
                     exp.allowed.append(outcome)
         return exp
 
-    def _judge(self, obs: Observation, sid: str, disk: CrashState, what: str) -> None:
-        exp = self.expectation(sid, disk)
-        v1 = Invariant.V1 in self.wanted and v1_required(disk, self.base_dir, sid)
-        verdict = judge(obs, exp, v1=v1)
+    def _judge(
+        self,
+        obs: Observation,
+        sid: str,
+        disk: CrashState,
+        what: str,
+        *,
+        at: int | None = None,
+        crash: str | None = None,
+    ) -> None:
+        exp = self.expectation(sid, disk, at)
+        verdict = judge(obs, exp, v1=self._look(disk, sid).v1)
         if verdict is not None and verdict[0] in self.wanted:
             raise AssertionError(
-                self._message(verdict[0], sid, disk, what, got=obs.describe(), expected=verdict[1])
+                self._message(
+                    verdict[0],
+                    sid,
+                    disk,
+                    what,
+                    got=obs.describe(),
+                    expected=verdict[1],
+                    crash=crash,
+                )
             )
 
     def _message(
-        self, inv: Invariant, sid: str, disk: CrashState, what: str, *, got: str, expected: str
+        self,
+        inv: Invariant,
+        sid: str,
+        disk: CrashState,
+        what: str,
+        *,
+        got: str,
+        expected: str,
+        crash: str | None = None,
     ) -> str:
         text = (
             f"{inv.value} ({inv.label}) violated: {what}\n"
@@ -370,8 +487,9 @@ class _Harness:
             f"  expected: {expected}\n"
             f"  disk:\n{self.render_disk(disk)}"
         )
-        if self.last_crash:
-            text += f"\n  after the {self.last_crash}"
+        crash = self.last_crash if crash is None else crash
+        if crash:
+            text += f"\n  after the {crash}"
         return text
 
     def render_disk(self, disk: CrashState) -> str:
@@ -501,7 +619,7 @@ def storage_state_machine(
     """
     from hypothesis import HealthCheck, settings
     from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
     from ._strategies import json_objects, storage_states
 
@@ -526,12 +644,13 @@ def storage_state_machine(
             super().__init__()
             self.harness = _Harness(factory, base_dir=base_dir, session_ids=ids, invariants=wanted)
 
-        def _not_armed(self) -> bool:
-            return self.harness.armed is None
-
         @rule(snapshot=snapshots.map(Snapshot))
         def save(self, snapshot: Snapshot) -> None:
             self.harness.call("save", snapshot.state.session_id, snapshot.state)
+
+        @rule(sid=sessions)
+        def save_next_turn(self, sid: str) -> None:
+            self.harness.call("save", sid, self.harness.next_turn(sid))
 
         @rule(sid=sessions)
         def mark_not_resumable(self, sid: str) -> None:
@@ -550,7 +669,6 @@ def storage_state_machine(
         def load(self, sid: str) -> None:
             self.harness.call("load", sid, sid, live=f"load({sid!r}) on the running storage")
 
-        @precondition(_not_armed)
         @rule(
             model=st.sampled_from(model_names),
             at=st.integers(0, max_crash_op),
@@ -559,7 +677,6 @@ def storage_state_machine(
         def crash_now(self, model: str, at: int, pick: int) -> None:
             self.harness.arm(by_name[model], at, pick)
 
-        @precondition(_not_armed)
         @rule(
             sid=sessions,
             file=st.sampled_from(("main", "bak")),
@@ -568,7 +685,6 @@ def storage_state_machine(
         def corrupt(self, sid: str, file: str, how: str) -> None:
             self.harness.corrupt(sid, file, how)
 
-        @precondition(_not_armed)
         @rule(sid=sessions)
         def future_version_writes_main(self, sid: str) -> None:
             self.harness.future_version_writes_main(sid)

@@ -133,7 +133,7 @@ def run_tasks(
             if progress:
                 progress(i + 1, len(tasks))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
             parts = []
             for i, part in enumerate(pool.map(run_task, tasks, chunksize=1)):
                 parts.append(part)

@@ -42,18 +42,21 @@ class ZooRow:
 
     @property
     def verdict(self) -> str:
-        """``clean``/``VIOLATED`` for the reference; ``killed``, ``killed-unexpectedly``
-        (by something other than the expected invariant and model) or ``SURVIVED``."""
+        """``clean``/``VIOLATED`` for the reference; for a mutant ``killed``,
+        ``killed-unexpectedly`` (by something other than the expected invariant and
+        model), ``SURVIVED``, or ``not-run`` (its model was not explored)."""
         if self.expected is None:
             return "clean" if self.violations == 0 else "VIOLATED"
         inv, column = self.expected
-        if inv in self.killed.get(column, []):
+        if column not in self.killed:
+            return "not-run"  # its model (or faults) was not part of this run
+        if inv in self.killed[column]:
             return "killed"
         return "killed-unexpectedly" if self.violations else "SURVIVED"
 
     @property
     def ok(self) -> bool:
-        return self.verdict in ("clean", "killed")
+        return self.verdict in ("clean", "killed", "not-run")
 
 
 def kill_matrix(
@@ -79,7 +82,7 @@ def kill_matrix(
         for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(targets))) as pool:
             outcomes = []
             for target, outcome in zip(targets, pool.map(_row_by_name, jobs_args), strict=True):
                 if progress:
