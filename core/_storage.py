@@ -84,6 +84,21 @@ def _save_failed(session_id: str, what: str, exc: OSError) -> StateError:
     )
 
 
+def _load_or_create(
+    storage: StateStorage, session_id: str, initial_metadata: Mapping[str, Any] | None
+) -> AgentState:
+    """SPEC.md §6: a fresh state, saved, only when load says session_not_found; any
+    other load error is raised and nothing is written (C1)."""
+    try:
+        return storage.load(session_id)
+    except StateError as exc:
+        if exc.code != ErrorCode.SESSION_NOT_FOUND:
+            raise
+    state = AgentState.new(session_id, dict(initial_metadata or {}))
+    storage.save(state)
+    return state
+
+
 def _end_effect(state: AgentState) -> AgentState:
     state.is_running = False
     state.pending_run_checkpoint = None
@@ -175,6 +190,11 @@ class FileStateStorage:
                 self.fs.fsync_dir(posixpath.dirname(directory) or "/")
             self._base_synced = True
 
+    def _sync_data(self, path: str) -> None:
+        """With sync="full", make a file's data durable before it is renamed into place."""
+        if self._full:
+            self.fs.fsync(path)
+
     def _sync_dir(self) -> None:
         if self._full:
             self.fs.fsync_dir(self.base_dir)
@@ -204,8 +224,7 @@ class FileStateStorage:
     def _commit(self, main: str, data: bytes) -> None:
         fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
         write_bytes(fs, tmp, data)
-        if self._full:
-            fs.fsync(tmp)
+        self._sync_data(tmp)
         if fs.exists(main):
             if fs.exists(bak):
                 fs.unlink(bak)
@@ -385,14 +404,7 @@ class FileStateStorage:
     def load_or_create(
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
     ) -> AgentState:
-        try:
-            return self.load(session_id)
-        except StateError as exc:
-            if exc.code != ErrorCode.SESSION_NOT_FOUND:
-                raise
-        state = AgentState.new(session_id, dict(initial_metadata or {}))
-        self.save(state)
-        return state
+        return _load_or_create(self, session_id, initial_metadata)
 
 
 class MemoryStateStorage:
@@ -435,11 +447,4 @@ class MemoryStateStorage:
     def load_or_create(
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
     ) -> AgentState:
-        try:
-            return self.load(session_id)
-        except StateError as exc:
-            if exc.code != ErrorCode.SESSION_NOT_FOUND:
-                raise
-        state = AgentState.new(session_id, dict(initial_metadata or {}))
-        self.save(state)
-        return state
+        return _load_or_create(self, session_id, initial_metadata)

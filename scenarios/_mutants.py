@@ -172,16 +172,8 @@ class NoFsyncBeforeRename(_Mutant):
     delayed allocation a power cut persists the rename but not the data, leaving a
     zero-length main (the 2009 ext4 "zero-length file" reports)."""
 
-    def _commit(self, main: str, data: bytes) -> None:
-        fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
-        write_bytes(fs, tmp, data)
-        if fs.exists(main):
-            if fs.exists(bak):
-                fs.unlink(bak)
-            fs.rename(main, bak)
-        fs.rename(tmp, main)
-        self._sync_dir()
-        self._clear_marker(main + ".ended")
+    def _sync_data(self, path: str) -> None:
+        pass
 
 
 @mutant("no-dir-fsync", invariant="R1", model="power-loss-reorder")
