@@ -63,8 +63,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=_DEFAULT_MODEL,
         metavar="MODEL",
-        help="persistence model for crashpoint explorations: process-crash (default), "
-        "power-loss, power-loss-reorder, all.",
+        help="persistence model(s) for crashpoint explorations: process-crash (default), "
+        "power-loss, power-loss-reorder, a comma-separated list, or all.",
     )
     group.addoption(
         "--crashpoint-shard",
@@ -239,6 +239,12 @@ class Explorer:
 
     Attributes:
         results: every exploration this explorer ran, in order.
+
+    Example::
+
+        def test_three_saves(crashpoint_explorer):
+            result = crashpoint_explorer.explore(three_saves, target="mutant:delete-main-first")
+            assert result.killed_by() == ["D1"]
     """
 
     def __init__(

@@ -9,6 +9,7 @@ from . import _catalogue, _mutants, _runs  # noqa: F401  (register scenarios and
 from ._checkers import INVARIANTS, Invariant, Observation, judge
 from ._explore import SECRETS, ExplorationResult, Violation, explore, record
 from ._faults import explore_faults, fault_plan, parse_fault
+from ._machine import MACHINE_INVARIANTS, run_storage_machine, storage_state_machine
 from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
 from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
 from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
@@ -17,6 +18,7 @@ __all__ = [
     "BASE_DIR",
     "FAULT_COLUMN",
     "INVARIANTS",
+    "MACHINE_INVARIANTS",
     "MUTANTS",
     "SCENARIOS",
     "SECRETS",
@@ -41,5 +43,7 @@ __all__ = [
     "mutant",
     "parse_fault",
     "record",
+    "run_storage_machine",
     "scenario",
+    "storage_state_machine",
 ]

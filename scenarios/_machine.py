@@ -2,7 +2,8 @@
 
 Where :func:`~crashpoint.scenarios.explore` checks every crash point of one fixed
 workload, the machine generates the workloads: ``save`` of generated valid states
-(tool calls, frozen approval batches, media parts), ``mark_not_resumable``,
+(tool calls, frozen approval batches, media parts) or of the next user turn,
+``mark_not_resumable``,
 ``delete``, ``load_or_create``, ``load``, *crash now* (the next storage call stops
 at a drawn operation under a drawn persistence model, and the machine reboots on a
 drawn crash state), *corrupt a file* and *a future version writes main*. After
@@ -585,17 +586,30 @@ def storage_state_machine(
     session_ids: Sequence[str] = ("s1", "s2"),
     invariants: Iterable[Invariant | str] | None = None,
     max_crash_op: int = 15,
-    stateful_step_count: int = 50,
+    stateful_step_count: int = 20,
+    sweep: bool = True,
 ) -> type[RuleBasedStateMachine]:
     """A hypothesis ``RuleBasedStateMachine`` class testing the storage ``factory`` builds.
 
-    Rules: ``save`` (generated valid states, now and then an unpaired one that must be
-    refused), ``mark_not_resumable``, ``delete``, ``load_or_create``, ``load``,
-    ``crash_now`` (the next storage call stops after ``at`` of its operations, or
-    right after it returns, under ``model``; the machine reboots on crash state
-    ``pick`` of that point), ``corrupt`` (main or bak truncated, garbage or
-    emptied) and ``future_version_writes_main``. After every step the disk is
-    rebooted on a fresh storage and each session's load is judged (SPEC.md §8).
+    Rules: ``save`` (a generated valid state; now and then an unpaired one, which
+    must be refused), ``save_next_turn`` (the last saved state one user turn on, as
+    an agent run saves it), ``mark_not_resumable``, ``delete``, ``load_or_create``,
+    ``load``, ``crash_now``, ``corrupt`` (main or bak truncated, garbage or emptied)
+    and ``future_version_writes_main``.
+
+    ``crash_now(model, at, pick)`` arms a crash for the next storage call: it stops
+    before its operation ``at`` (a :class:`~crashpoint.faultfs.SimulatedCrash`), or,
+    if the call returned after ``n <= at`` operations, at point ``at mod (n + 1)`` of
+    its recorded trace (``n``: right after it returned). The crash states of that
+    point are derived under ``model`` from the operations since the last reboot,
+    and the machine reboots on state ``pick mod len(states)``: a new
+    :class:`~crashpoint.faultfs.MemoryFileSystem` holding it and a new storage
+    from ``factory``.
+
+    After every step the disk is rebooted on a fresh storage and each session's
+    load is judged against the calls made so far (SPEC.md §8); with ``sweep``, so
+    is a process crash at every operation of each storage call (as
+    :func:`~crashpoint.scenarios.explore` does for a fixed workload).
 
     Args:
         factory: ``factory(fs, base_dir)`` builds the storage under test (a
@@ -607,6 +621,7 @@ def storage_state_machine(
         max_crash_op: a crash is armed at operation ``0..max_crash_op`` of the
             next call (past its end: right after it returns).
         stateful_step_count: steps per example, in the class's default settings.
+        sweep: also judge a process crash at every operation of each storage call.
 
     Returns:
         the machine class; run it with ``run_state_machine_as_test(cls)``, or
@@ -617,12 +632,13 @@ def storage_state_machine(
         StorageMachine = storage_state_machine(TARGETS["reference"])
         TestStorage = StorageMachine.TestCase   # collected by pytest / unittest
     """
-    from hypothesis import HealthCheck, settings
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
     from ._strategies import json_objects, storage_states
 
+    if max_crash_op < 0:
+        raise ValueError(f"max_crash_op must be >= 0, not {max_crash_op}")
     chosen = _models(models)
     model_names = [m.name for m in chosen]
     by_name = {m.name: m for m in chosen}
@@ -632,7 +648,7 @@ def storage_state_machine(
         raise ValueError("session_ids must hold at least one session id")
     for sid in ids:
         safe_session_file_name(sid)  # raises invalid_session_id
-    sessions = st.sampled_from(ids[:1] * 2 + ids)  # the first session twice as often
+    sessions = st.sampled_from(ids[:1] * 2 + ids)  # the first session most often
     valid = storage_states(session_id=sessions)
     snapshots = st.one_of(valid, valid, valid, storage_states(session_id=sessions, paired=False))
 
@@ -642,7 +658,9 @@ def storage_state_machine(
 
         def __init__(self) -> None:
             super().__init__()
-            self.harness = _Harness(factory, base_dir=base_dir, session_ids=ids, invariants=wanted)
+            self.harness = _Harness(
+                factory, base_dir=base_dir, session_ids=ids, invariants=wanted, sweep=sweep
+            )
 
         @rule(snapshot=snapshots.map(Snapshot))
         def save(self, snapshot: Snapshot) -> None:
@@ -693,12 +711,22 @@ def storage_state_machine(
         def loads_as_expected(self) -> None:
             self.harness.check()
 
-    StorageMachine.TestCase.settings = settings(
-        deadline=None,
-        stateful_step_count=stateful_step_count,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    StorageMachine.TestCase.settings = _settings(stateful_step_count=stateful_step_count)
     return StorageMachine
+
+
+def _settings(**options: Any) -> Any:
+    """hypothesis settings for the machine: no deadline (reboots vary), no health
+    check for slow or large examples, and no ``explain`` phase (it traces coverage
+    while shrinking, which makes shrinking a stateful program many times slower)."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    return settings(
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        **options,
+    )
 
 
 def run_storage_machine(
@@ -710,7 +738,8 @@ def run_storage_machine(
     base_dir: str = BASE_DIR,
     session_ids: Sequence[str] = ("s1", "s2"),
     invariants: Iterable[Invariant | str] | None = None,
-    stateful_step_count: int = 50,
+    stateful_step_count: int = 20,
+    sweep: bool = True,
 ) -> None:
     """Run the storage state machine for ``max_examples`` programs.
 
@@ -718,13 +747,13 @@ def run_storage_machine(
     an ``AssertionError`` naming the invariant, what load gave and expected and the
     disk, with hypothesis's reproduction program and each crash state in its notes.
     ``seed`` fixes the run (None: hypothesis's randomness); no example database is
-    written. Requires hypothesis.
+    written. The other options are those of :func:`storage_state_machine`.
+    Requires hypothesis.
 
     Example::
 
         run_storage_machine(TARGETS["reference"], max_examples=50, seed=0)
     """
-    from hypothesis import HealthCheck, settings
     from hypothesis import seed as use_seed
     from hypothesis.stateful import run_state_machine_as_test
 
@@ -735,16 +764,13 @@ def run_storage_machine(
         session_ids=session_ids,
         invariants=invariants,
         stateful_step_count=stateful_step_count,
+        sweep=sweep,
     )
     if seed is not None:
         machine = use_seed(seed)(machine)
     run_state_machine_as_test(
         machine,
-        settings=settings(
-            max_examples=max_examples,
-            stateful_step_count=stateful_step_count,
-            database=None,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        settings=_settings(
+            max_examples=max_examples, stateful_step_count=stateful_step_count, database=None
         ),
     )
