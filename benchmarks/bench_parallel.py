@@ -38,15 +38,29 @@ def main() -> None:
         same = json.loads(pathlib.Path(f"{tmp}/j1/report.json").read_text()) == json.loads(
             pathlib.Path(f"{tmp}/j2/report.json").read_text()
         )
-    print(f"crashpoint explore --faults --model all: --jobs 1 {t1:.2f} s, --jobs 2 {t2:.2f} s, "
-          f"speed-up {t1 / t2:.2f}x, same report: {same}")
+    print(
+        f"crashpoint explore --faults --model all: --jobs 1 {t1:.2f} s, --jobs 2 {t2:.2f} s, "
+        f"speed-up {t1 / t2:.2f}x, same report: {same}"
+    )
     suite = str(HERE / "xdist_suite")
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", suite,
-            "-c", "/dev/null", suite]
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        suite,
+        "-c",
+        "/dev/null",
+        suite,
+    ]
     n0 = timed([*base, "-n", "0"])
     n2 = timed([*base, "-n", "2"])
-    print(f"pytest benchmarks/xdist_suite: -n 0 {n0:.2f} s, -n 2 {n2:.2f} s, "
-          f"speed-up {n0 / n2:.2f}x")
+    print(
+        f"pytest benchmarks/xdist_suite: -n 0 {n0:.2f} s, -n 2 {n2:.2f} s, speed-up {n0 / n2:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def violation_dict(v: Violation) -> dict[str, Any]:
         "model": v.model,
         "session_id": v.session_id,
         "fault": v.fault or None,
-        "why": Invariant(v.invariant).__doc__,
+        "why": Invariant(v.invariant).meaning,
         "crash_point": {
             "index": v.crash_point,
             "operation": v.operation,

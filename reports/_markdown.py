@@ -16,7 +16,7 @@ def _violation_md(v: Mapping[str, Any]) -> list[str]:
         f"#### {v['invariant']} ({v['title']}, {v['severity']}) — `{v['scenario']}` "
         f"under {v['model']}{fault}",
         "",
-        f"- {v['why']}",
+        f"- invariant: {v['why']}",
         f"- crash point **{cp['index']}**: after `{cp['last_done']}`, before `{cp['operation']}`",
         f"- session `{v['session_id']}`; crash state:",
     ]

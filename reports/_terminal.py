@@ -54,7 +54,7 @@ def print_summary(
             highlight=False,
             soft_wrap=True,
         )
-        console.print(f"  why it matters: {ce['why']}", highlight=False, soft_wrap=True)
+        console.print(f"  invariant: {ce['why']}", highlight=False, soft_wrap=True)
         console.print("  crash state:", highlight=False)
         for name, what in ce["crash_state"].items():
             console.print(f"    {name}: {what}", highlight=False, soft_wrap=True)

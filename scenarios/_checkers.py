@@ -76,6 +76,11 @@ class Invariant(str, enum.Enum):
         return _TITLES[self][0]
 
     @property
+    def meaning(self) -> str:
+        """What the invariant promises, in one sentence (SPEC.md §8)."""
+        return _MEANINGS[self]
+
+    @property
     def severity(self) -> str:
         return _TITLES[self][1]
 
@@ -94,6 +99,27 @@ _TITLES = {
     Invariant.N1: ("no-tool-rerun", "semantics"),
     Invariant.H1: ("honest-resume", "semantics"),
     Invariant.T1: ("terminal-honoured", "semantics"),
+}
+
+_MEANINGS = {
+    Invariant.R1: "after a crash, load returns the last acknowledged state or the one being "
+    "saved; never corrupt, never not-found once a save was acknowledged, never older",
+    Invariant.V1: "a future-version main (or bak, main being bad) makes load raise "
+    "schema_version_unsupported, never fall back to bak",
+    Invariant.P1: "every state load returns has a tool-call paired history",
+    Invariant.E1: "the snapshot condemned by mark_not_resumable never loads resumable",
+    Invariant.E2: "a state saved with isRunning=true, not marked since, loads with isRunning=true",
+    Invariant.D1: "after delete returned, load says not-found; a crash inside delete never "
+    "yields an older state",
+    Invariant.C1: "load_or_create never writes when load failed for a reason other than not-found",
+    Invariant.F1: "a failed filesystem call makes the call raise state_save_failed "
+    "(conditional) and leaves the last acknowledged state loadable",
+    Invariant.S1: "nothing outside the base directory is ever created, written, renamed or deleted",
+    Invariant.S2: "no runtime handle or secret reaches any file",
+    Invariant.N1: "a tool whose result was persisted is not executed again on resume",
+    Invariant.H1: "resume happens exactly when the loaded state says isRunning, and starts "
+    "with a fresh model call",
+    Invariant.T1: "once the terminal path returned, no load offers a resume",
 }
 
 INVARIANTS: tuple[Invariant, ...] = tuple(Invariant)

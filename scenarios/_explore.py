@@ -93,7 +93,7 @@ class Violation:
         return (
             f"{self.invariant} ({inv.label}) violated in scenario {self.scenario!r} under "
             f"{self.model}{fault}, target {self.target}\n"
-            f"  why it matters: {inv.__doc__}\n"
+            f"  invariant: {inv.meaning}\n"
             f"  crash point {self.crash_point}: after {self.last_done}, before {self.operation}\n"
             f"  crash state:\n{files}\n"
             f"  load({self.session_id!r}) returned: {self.got}\n"

@@ -7,7 +7,6 @@ Not collected by the default test run (it lives under ``benchmarks/``); timed by
 from __future__ import annotations
 
 import pytest
-
 from crashpoint.scenarios import MUTANTS, TARGETS, kill_matrix
 
 TARGET_NAMES = ["reference", *MUTANTS]
