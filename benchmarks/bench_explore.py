@@ -19,18 +19,21 @@ from __future__ import annotations
 import argparse
 import time
 
-from crashpoint.faultfs import MODELS, MemoryFileSystem, crash_points
-from crashpoint.scenarios import SCENARIOS, TARGETS, explore, record
-from crashpoint.scenarios._checkers import expectation, judge, observe, v1_required
-from crashpoint.scenarios._workload import BASE_DIR
+from crashpoint.faultfs import MODELS, crash_points
+from crashpoint.scenarios import SCENARIOS, TARGETS, Workload, explore, record
+from crashpoint.scenarios._checkers import expectation, judge
+from crashpoint.scenarios._explore import _probe, _wanted
 
 
-def bare(model_name: str) -> tuple[int, float]:
-    """Reboot + load + judge every distinct crash state, derived beforehand."""
+def bare(model_name: str, tag: str | None) -> tuple[int, float]:
+    """Reboot + load + judge every distinct crash state, derived beforehand: the same
+    per-state work explore() does (loads, C1 and V1 probes, the workload's own
+    resume probe and checks), without recording, enumeration or bookkeeping."""
     target = TARGETS["reference"]
     model = MODELS[model_name]
+    wanted = _wanted(None, faults=False)
     jobs = []
-    for w in SCENARIOS.values():
+    for w in _workloads(tag):
         rec = record(w, target)
         seen = set()
         for point in crash_points(model, rec.initial, rec.ops):
@@ -38,26 +41,33 @@ def bare(model_name: str) -> tuple[int, float]:
                 sid: expectation(rec.calls, rec.expects.get(sid), sid, point.index)
                 for sid in rec.sessions
             }
+            marks = rec.marks_before(point.index)
             for st in point.states:
                 if st not in seen:
                     seen.add(st)
-                    jobs.append((st, rec.sessions, exps))
+                    jobs.append((w, st, rec.sessions, exps, point.index, marks))
     t0 = time.perf_counter()
-    for st, sessions, exps in jobs:
-        storage = target(MemoryFileSystem(st), BASE_DIR)
+    for w, st, sessions, exps, k, marks in jobs:
+        obs, _c1, v1 = _probe(st, sessions, target, wanted)
         for sid in sessions:
-            judge(observe(storage, sid), exps[sid], v1=v1_required(st, BASE_DIR, sid))
+            judge(obs[sid], exps[sid], v1=v1[sid])
+        if w.probe is not None and w.check is not None:
+            w.check(w.probe(st, target.factory), k, marks)
     return len(jobs), time.perf_counter() - t0
 
 
-def run(model_name: str) -> dict[str, float]:
+def _workloads(tag: str | None) -> list[Workload]:
+    return [w for w in SCENARIOS.values() if tag is None or tag in w.tags]
+
+
+def run(model_name: str, tag: str | None) -> dict[str, float]:
     model = MODELS[model_name]
     t0 = time.perf_counter()
-    results = [explore(w, model=model, target=TARGETS["reference"]) for w in SCENARIOS.values()]
+    results = [explore(w, model=model, target=TARGETS["reference"]) for w in _workloads(tag)]
     total = time.perf_counter() - t0
     distinct = sum(r.distinct_states for r in results)
     raw = sum(r.raw_states for r in results)
-    n_bare, t_bare = bare(model_name)
+    n_bare, t_bare = bare(model_name, tag)
     return {
         "raw": raw,
         "distinct": distinct,
@@ -73,6 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="all")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs per model")
+    parser.add_argument(
+        "--tag", default=None, help="only workloads with this tag (storage, runtime)"
+    )
     args = parser.parse_args()
     names = list(MODELS) if args.model == "all" else [args.model]
     print(
@@ -80,7 +93,7 @@ def main() -> None:
         f"{'bare s':>8} {'ratio':>6}"
     )
     for name in names:
-        best = min((run(name) for _ in range(args.repeat)), key=lambda r: r["explore_s"])
+        best = min((run(name, args.tag) for _ in range(args.repeat)), key=lambda r: r["explore_s"])
         print(
             f"{name:20} {best['raw']:8.0f} {best['distinct']:9.0f} {best['explore_s']:10.3f} "
             f"{best['states_per_s']:10.0f} {best['bare_s']:8.3f} {best['ratio']:6.2f}"
