@@ -249,3 +249,12 @@ def test_simulated_crash_cannot_be_swallowed_and_leaves_the_frozen_state() -> No
         assert rec.inner.crash_state() == expected[k]  # type: ignore[attr-defined]
         with pytest.raises(SimulatedCrash):
             rec.exists("/data")
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("model", list(MODELS))
+def test_reference_survives_a_crash_at_every_point_after_every_fault(model: str) -> None:
+    for w in SCENARIOS.values():
+        explore_faults(
+            w, model=MODELS[model], target=TARGETS["reference"], crash_window=None
+        ).assert_no_violations()
