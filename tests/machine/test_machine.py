@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import subprocess
 import sys
 import unittest
@@ -138,7 +139,7 @@ def test_power_loss_crash_state_is_rendered_in_the_notes() -> None:
     # the zero-length main loses data: R1, or D1 when the shrunk program ends in a delete
     assert str(exc).startswith(("R1 (recoverable)", "D1 (deleted-stays-deleted)"))
     notes = "\n".join(exc.__notes__)
-    assert "crash under power-loss during save#" in notes
+    assert re.search(r"crash under power-loss during [a-z_]+#", notes), notes
     assert "crash state " in notes and ": empty" in notes  # the zero-length main
     assert any(step.startswith("state.crash_now(") for step in program(exc))
     assert len(program(exc)) <= MAX_STEPS
