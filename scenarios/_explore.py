@@ -315,19 +315,20 @@ class Checker:
         model: PersistenceModel,
         target: Target,
         wanted: set[Invariant],
-        *,
-        replay_flags: str = "",
     ) -> None:
         self.workload = workload
         self.model = model
         self.target = target
         self.wanted = wanted
-        self.replay_flags = replay_flags
         self.observed: dict[
             CrashState, tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
         ] = {}
         self.probed: dict[CrashState, object] = {}
         self.check_seconds = 0.0
+        # Violations of one recording share its known snapshots and their renderings.
+        self._known_for: Recording | None = None
+        self._known: dict[bytes, str] = {}
+        self._rendered: dict[tuple[CrashState, str], dict[str, str]] = {}
 
     def violation(
         self,
@@ -346,7 +347,12 @@ class Checker:
             f"crashpoint explore --scenario {self.workload.name} --target {self.target.name} "
             f"--model {self.model.name}{extra} --crash-point {k}"
         )
-        storage = self.target(MemoryFileSystem(state), BASE_DIR)
+        if recording is not self._known_for:
+            self._known_for, self._known, self._rendered = recording, _known_blobs(recording), {}
+        rendered = self._rendered.get((state, sid))
+        if rendered is None:
+            storage = self.target(MemoryFileSystem(state), BASE_DIR)
+            rendered = self._rendered[state, sid] = _render_state(state, sid, storage, self._known)
         return Violation(
             inv.value,
             self.workload.name,
@@ -356,7 +362,7 @@ class Checker:
             ops[k].render() if k < len(ops) else "(no crash: the run completed)",
             ops[k - 1].render() if k > 0 else "(nothing)",
             sid,
-            _render_state(state, sid, storage, _known_blobs(recording)),
+            rendered,
             state.digest(),
             expected,
             got,
