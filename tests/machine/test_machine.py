@@ -36,6 +36,7 @@ from crashpoint.scenarios._machine import Snapshot
 from crashpoint.scenarios._strategies import storage_states
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+from machine_helpers import program
 
 MAX_STEPS = 5
 """A shrunk counterexample is at most this many rules (the notes' program)."""
@@ -65,16 +66,6 @@ def failure(target: str, max_examples: int = 1000, **options: Any) -> AssertionE
 def caught(name: str) -> AssertionError:
     """The shrunk failure of ``mutant:NAME`` (found once per test session)."""
     return failure(f"mutant:{name}")
-
-
-def program(exc: BaseException) -> list[str]:
-    """The rules of hypothesis's printed reproduction (invariant checks left out)."""
-    return [
-        line
-        for line in getattr(exc, "__notes__", [])
-        if line.startswith("state.")
-        and not line.startswith(("state.loads_as_expected(", "state.teardown("))
-    ]
 
 
 # --- the reference ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ from crashpoint.scenarios import (
 )
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
+from machine_helpers import program
 
 pytestmark = pytest.mark.long
 
@@ -50,15 +51,6 @@ def shrunk_failure(target: str, **options: Any) -> AssertionError:
     with pytest.raises(AssertionError) as info:
         run_state_machine_as_test(machine, settings=long_settings(3000, derandomize=True))
     return info.value
-
-
-def program(exc: BaseException) -> list[str]:
-    return [
-        line
-        for line in getattr(exc, "__notes__", [])
-        if line.startswith("state.")
-        and not line.startswith(("state.loads_as_expected(", "state.teardown("))
-    ]
 
 
 @pytest.mark.parametrize("model", list(MODELS))
