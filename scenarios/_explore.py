@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import math
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -249,6 +251,26 @@ def resolve(
     return model, target
 
 
+def new_result(
+    workload: Workload,
+    model: PersistenceModel,
+    target: Target,
+    wanted: set[Invariant],
+    *,
+    operations: int,
+    faults: int = 0,
+) -> ExplorationResult:
+    """An empty result for exploring ``workload`` (invariants in catalogue order)."""
+    return ExplorationResult(
+        workload.name,
+        model.name,
+        target.name,
+        operations=operations,
+        invariants=tuple(i.value for i in INVARIANTS if i in wanted),
+        faults=faults,
+    )
+
+
 def _wanted(checker: Iterable[Invariant | str] | None, *, faults: bool) -> set[Invariant]:
     chosen = {Invariant(i) for i in (checker if checker is not None else INVARIANTS)}
     if not faults:
@@ -287,13 +309,7 @@ def explore(
     model, target = resolve(model, target)
     wanted = _wanted(checker, faults=False)
     recording = record(workload, target)
-    result = ExplorationResult(
-        workload.name,
-        model.name,
-        target.name,
-        operations=len(recording.ops),
-        invariants=tuple(i.value for i in INVARIANTS if i in wanted),
-    )
+    result = new_result(workload, model, target, wanted, operations=len(recording.ops))
     checker_run = Checker(workload, model, target, wanted)
     checker_run.check(recording, result, crash_point=crash_point, shard=shard)
     checker_run.finish(result)
@@ -399,31 +415,25 @@ class Checker:
 
         # S1 and S2 judge the trace itself: an escaping or leaking write is a
         # finding whether or not a crash follows it.
+        trace_findings: list[tuple[Invariant, Op, str, str]] = []
         if Invariant.S1 in wanted:
-            for op in confinement_violations(ops, BASE_DIR):
-                k = op.index + 1
-                if k >= from_point and crash_point in (None, k):
-                    emit(
-                        Invariant.S1,
-                        k,
-                        _state_after(recording, k),
-                        first,
-                        f"no operation outside {BASE_DIR}",
-                        op.render(),
-                    )
+            trace_findings += [
+                (Invariant.S1, op, f"no operation outside {BASE_DIR}", op.render())
+                for op in confinement_violations(ops, BASE_DIR)
+            ]
         if Invariant.S2 in wanted:
-            for op, secret in secret_violations(ops, SECRETS):
-                k = op.index + 1
-                if k >= from_point and crash_point in (None, k):
-                    emit(
-                        Invariant.S2,
-                        k,
-                        _state_after(recording, k),
-                        first,
-                        "no secret in any file",
-                        f"{op.render()} wrote {secret[:6]}…",
-                    )
+            trace_findings += [
+                (Invariant.S2, op, "no secret in any file", f"{op.render()} wrote {secret[:6]}…")
+                for op, secret in secret_violations(ops, SECRETS)
+            ]
+        for inv, op, expected, got in trace_findings:
+            k = op.index + 1
+            if k >= from_point and crash_point in (None, k):
+                emit(inv, k, _state_after(recording, k), first, expected, got)
 
+        begins = [c.begin for c in recording.calls]  # calls are sequential: both sorted
+        ends = [math.inf if c.end is None else c.end for c in recording.calls]
+        folded: dict[tuple[int, int], dict[str, Expectation]] = {}
         workload = self.workload
         for point in crash_points(self.model, recording.initial, ops):
             k = point.index
@@ -439,10 +449,15 @@ class Checker:
             result.crash_points += 1
             result.cut += point.cut
             t0 = time.perf_counter()
-            exps: dict[str, Expectation] = {
-                sid: expectation(recording.calls, recording.expects.get(sid), sid, k)
-                for sid in sessions
-            }
+            # What was acknowledged changes only where a call begins or returns: fold
+            # the calls once per such step, not once per crash point.
+            step = (bisect.bisect_right(begins, k), bisect.bisect_right(ends, k))
+            exps = folded.get(step)
+            if exps is None:
+                exps = folded[step] = {
+                    sid: expectation(recording.calls, recording.expects.get(sid), sid, k)
+                    for sid in sessions
+                }
             at_end = k == len(ops)
             for state in states:
                 result.raw_states += 1

@@ -16,8 +16,16 @@ import time
 from collections.abc import Iterable, Sequence
 
 from ..faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
-from ._checkers import INVARIANTS, Invariant
-from ._explore import Checker, ExplorationResult, _state_after, _wanted, record, resolve
+from ._checkers import Invariant
+from ._explore import (
+    Checker,
+    ExplorationResult,
+    _state_after,
+    _wanted,
+    new_result,
+    record,
+    resolve,
+)
 from ._targets import Target
 from ._workload import Workload
 
@@ -131,14 +139,7 @@ def explore_faults(
     wanted = _wanted(checker, faults=True)
     base = record(workload, target)
     plan = list(faults) if faults is not None else fault_plan(base.ops)
-    result = ExplorationResult(
-        workload.name,
-        model.name,
-        target.name,
-        operations=len(base.ops),
-        invariants=tuple(i.value for i in INVARIANTS if i in wanted),
-        faults=len(plan),
-    )
+    result = new_result(workload, model, target, wanted, operations=len(base.ops), faults=len(plan))
     chk = Checker(workload, model, target, wanted)
     for fault in plan:
         rec = record(workload, target, fault=fault)

@@ -302,6 +302,14 @@ _fields: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
+def _draw_session_id(draw: st.DrawFn, session_id: str | st.SearchStrategy[str] | None) -> str:
+    if session_id is None:
+        return draw(session_ids())
+    if isinstance(session_id, str):
+        return session_id
+    return draw(session_id)
+
+
 @st.composite
 def agent_states(
     draw: st.DrawFn,
@@ -320,12 +328,7 @@ def agent_states(
 
     ``schema_version`` is drawn from 0-3 (encode writes 3 whatever it is).
     """
-    if session_id is None:
-        sid = draw(session_ids())
-    elif isinstance(session_id, str):
-        sid = session_id
-    else:
-        sid = draw(session_id)
+    sid = _draw_session_id(draw, session_id)
     if paired:
         history, approval = draw(paired_histories(frozen_batch=frozen_batch))
     else:
@@ -368,12 +371,7 @@ def storage_states(
     set, so the history is never paired (save must refuse it, SPEC §3).
     Use :func:`agent_states` to exercise every field.
     """
-    if session_id is None:
-        sid = draw(session_ids())
-    elif isinstance(session_id, str):
-        sid = session_id
-    else:
-        sid = draw(session_id)
+    sid = _draw_session_id(draw, session_id)
     counter = iter(range(10**6))
 
     def batch(size: int) -> tuple[Message, list[ToolCall]]:
