@@ -148,6 +148,7 @@ class Session:
         self.fs = fs
         self.base_dir = base_dir
         self.calls: list[Call] = []
+        self._quiet = RecordedStorage(self, reraise=False)
 
     def _call(
         self,
@@ -188,45 +189,27 @@ class Session:
 
     def save(self, state: AgentState) -> bool:
         """Save ``state``; True if the storage acknowledged it."""
-        try:
-            expect: Expect | None = Expect.saved(state)
-        except StateError:
-            expect = None  # the codec refuses it; so must the storage
-        self._call(CallKind.SAVE, state.session_id, lambda: self.storage.save(state), expect)
+        self._quiet.save(state)
         return self.calls[-1].error is None
 
     def load(self, session_id: str) -> AgentState | None:
         """Load a session; None if the storage raised."""
-        result: AgentState | None = self._call(
-            CallKind.LOAD, session_id, lambda: self.storage.load(session_id)
-        )
-        return result
+        return self._quiet.load(session_id)
 
     def load_or_create(
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
     ) -> AgentState | None:
         """load_or_create; None if the storage raised."""
-        fresh = Expect.saved(AgentState.new(session_id, dict(initial_metadata or {})))
-        result: AgentState | None = self._call(
-            CallKind.LOAD_OR_CREATE,
-            session_id,
-            lambda: self.storage.load_or_create(session_id, initial_metadata),
-            fresh,
-        )
-        return result
+        return self._quiet.load_or_create(session_id, initial_metadata)
 
     def delete(self, session_id: str) -> bool:
         """Delete a session; True if acknowledged."""
-        self._call(CallKind.DELETE, session_id, lambda: self.storage.delete(session_id))
+        self._quiet.delete(session_id)
         return self.calls[-1].error is None
 
     def mark_not_resumable(self, session_id: str) -> bool:
         """Mark the current snapshot not resumable; True if acknowledged."""
-        self._call(
-            CallKind.MARK_NOT_RESUMABLE,
-            session_id,
-            lambda: self.storage.mark_not_resumable(session_id),
-        )
+        self._quiet.mark_not_resumable(session_id)
         return self.calls[-1].error is None
 
     def recorded(self) -> RecordedStorage:
@@ -236,56 +219,57 @@ class Session:
 
 
 class RecordedStorage:
-    """The StateStorage protocol over a :class:`Session`: calls are recorded, errors raised."""
+    """The StateStorage protocol over a :class:`Session`: each call is recorded; storage
+    errors are raised (``reraise=True``) or recorded and swallowed (the call returns None)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, reraise: bool = True) -> None:
         self._s = session
+        self._reraise = reraise
+
+    def _call(
+        self, kind: CallKind, session_id: str, fn: Callable[[], Any], saved: Expect | None = None
+    ) -> Any:
+        return self._s._call(kind, session_id, fn, saved, reraise=self._reraise)
 
     def save(self, state: AgentState) -> None:
         try:
             expect: Expect | None = Expect.saved(state)
         except StateError:
-            expect = None
+            expect = None  # the codec refuses it; so must the storage
         storage = self._s.storage
-        self._s._call(
-            CallKind.SAVE, state.session_id, lambda: storage.save(state), expect, reraise=True
-        )
+        self._call(CallKind.SAVE, state.session_id, lambda: storage.save(state), expect)
 
-    def load(self, session_id: str) -> AgentState:
+    def load(self, session_id: str) -> AgentState | None:
         storage = self._s.storage
-        result: AgentState = self._s._call(
-            CallKind.LOAD, session_id, lambda: storage.load(session_id), reraise=True
+        result: AgentState | None = self._call(
+            CallKind.LOAD, session_id, lambda: storage.load(session_id)
         )
         return result
 
     def load_or_create(
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
-    ) -> AgentState:
+    ) -> AgentState | None:
         storage = self._s.storage
         fresh = Expect.saved(AgentState.new(session_id, dict(initial_metadata or {})))
-        result: AgentState = self._s._call(
+        result: AgentState | None = self._call(
             CallKind.LOAD_OR_CREATE,
             session_id,
             lambda: storage.load_or_create(session_id, initial_metadata),
             fresh,
-            reraise=True,
         )
         return result
 
     def delete(self, session_id: str) -> None:
         storage = self._s.storage
-        self._s._call(CallKind.DELETE, session_id, lambda: storage.delete(session_id), reraise=True)
+        self._call(CallKind.DELETE, session_id, lambda: storage.delete(session_id))
 
     def exists(self, session_id: str) -> bool:
         return bool(self._s.storage.exists(session_id))
 
     def mark_not_resumable(self, session_id: str) -> None:
         storage = self._s.storage
-        self._s._call(
-            CallKind.MARK_NOT_RESUMABLE,
-            session_id,
-            lambda: storage.mark_not_resumable(session_id),
-            reraise=True,
+        self._call(
+            CallKind.MARK_NOT_RESUMABLE, session_id, lambda: storage.mark_not_resumable(session_id)
         )
 
 
