@@ -1,0 +1,77 @@
+"""The reality suite's figures: each test appends its tally to a shared folder (xdist
+workers inherit the controller's environment) and the terminal summary adds them up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+_FIGURES = "CRASHPOINT_REALITY_FIGURES"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and _FIGURES not in os.environ:
+        where = tempfile.mkdtemp(prefix="crashpoint-reality-figures-")
+        os.environ[_FIGURES] = where
+        config.stash[_key] = where
+
+
+_key = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    where = config.stash.get(_key, None)
+    if where is None:
+        return
+    entries = []
+    for path in sorted(Path(where).glob("*.jsonl")):
+        entries += [json.loads(line) for line in path.read_text().splitlines() if line]
+    shutil.rmtree(where, ignore_errors=True)
+    if not entries:
+        return
+    tr = terminalreporter
+    tr.section("reality: real crash states against the persistence models")
+    totals: dict[str, dict[str, Any]] = {}
+    for e in sorted(entries, key=lambda e: e["name"]):
+        tr.write_line(
+            f"{e['name']}: {e['runs']} {e['kind']}, {e['distinct']} distinct real states, "
+            f"{e['inside']} inside, {len(e['outside'])} outside, "
+            f"{len(e['disagreements'])} disagreements ({e['seconds']} s)"
+        )
+        t = totals.setdefault(
+            e["kind"], {"runs": 0, "digests": set(), "inside": 0, "outside": 0, "dis": 0}
+        )
+        t["runs"] += e["runs"]
+        t["digests"] |= set(e["digests"])
+        t["inside"] += e["inside"]
+        t["outside"] += len(e["outside"])
+        t["dis"] += len(e["disagreements"])
+    for kind, t in totals.items():
+        tr.write_line(
+            f"TOTAL {kind}: {t['runs']} runs, {len(t['digests'])} distinct real states, "
+            f"{t['inside']} inside the model, {t['outside']} outside, {t['dis']} disagreements"
+        )
+    for e in entries:
+        for text in e["outside"] + e["disagreements"]:
+            tr.write_line(f"[{e['name']}] {text}")
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    from reality_helpers import Driver
+
+    d = Driver()
+    try:
+        yield d
+    finally:
+        d.close()

@@ -1,0 +1,134 @@
+"""Real SIGKILLs against ``process-crash`` (issue 9, FAULT-MODEL.md §2–§3, "Validation").
+
+A child runs a workload with the storage on :class:`~crashpoint.faultfs.OsFileSystem`
+in a real directory and kills itself with SIGKILL after operation N, for every N;
+the directory it leaves (names and bytes) must be one of ``process-crash``'s crash
+states at crash point N, and the storage calls it acknowledged before dying must be
+the ones the model's recording acknowledged before N. Kills aimed into large writes
+(states over 1 MiB) must leave the write whole, absent, or cut at a page boundary
+(FAULT-MODEL.md §2: "a write is not one instant").
+
+The default run (``-m reality``) kills every crash point of every catalogue storage
+workload once per target (about 620 kills, seconds) and aims 8 kills into each large
+write; ``CRASHPOINT_REALITY_LONG=1`` kills every point three times and aims 60.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crashpoint.faultfs import PROCESS_CRASH, OpKind
+from reality_driver import MIB, process_crash_unavailable, read_tree
+from reality_helpers import (
+    LONG,
+    STORAGE_SCENARIOS,
+    TARGETS,
+    Expected,
+    Tally,
+    child_marks,
+    child_ops,
+)
+
+pytestmark = [pytest.mark.reality]
+
+_why = process_crash_unavailable()
+if _why is not None:
+    pytestmark.append(pytest.mark.skip(reason=_why))
+
+REPEATS = 3 if LONG else 1
+
+
+def kill_every_point(driver: Any, tally: Tally, tmp: Path, scenario: str, target: str) -> None:
+    """Kill ``scenario`` on ``target`` after every operation N and judge each state."""
+    expected = Expected.of(scenario, target, PROCESS_CRASH)
+    marks = expected.recording
+    for n in range(expected.n + 1):
+        root = tmp / f"{scenario}-{n}"
+        what = f"{scenario} on {target}, SIGKILL after operation {n} of {expected.n}"
+        lines = driver.run(
+            {
+                "workload": scenario,
+                "target": target,
+                "root": str(root),
+                "kill_at": n,
+                "report": str(tmp / "report"),
+            }
+        )
+        point = expected.points[n]
+        tally.judge(what, read_tree(str(root)), point.states, cut=point.cut)
+        tally.agree(what, child_marks(lines), marks.marks_before(n), "acknowledgements")
+        tally.agree(what, child_ops(lines), expected.ops[:n], "operations")
+        shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_kill_after_every_operation(driver: Any, tmp_path: Path, target: str) -> None:
+    tally = Tally(f"process-crash, kill after every operation, {target}", "kills")
+    for _ in range(REPEATS):
+        for scenario in STORAGE_SCENARIOS:
+            kill_every_point(driver, tally, tmp_path, scenario, target)
+    tally.check()
+
+
+def _write_seconds(where: Path, size: int) -> float:
+    """How long a ``size``-byte write into the page cache takes here (median of 5)."""
+    data = b"x" * size
+    times = []
+    for i in range(5):
+        path = where / f"calibrate-{i}"
+        started = time.perf_counter()
+        with open(path, "wb") as f:
+            f.write(data)
+        times.append(time.perf_counter() - started)
+        path.unlink()
+    return sorted(times)[2]
+
+
+@pytest.mark.parametrize("target", ["reference", "mutant:write-main-in-place"])
+def test_kills_aimed_into_large_writes(driver: Any, tmp_path: Path, target: str) -> None:
+    """SIGKILL from a thread a random moment into each write over 1 MiB: the state is
+    the one before the write, after it, or with a page-aligned prefix of it."""
+    tally = Tally(f"process-crash, kills aimed into writes over 1 MiB, {target}", "kills")
+    expected = Expected.of("big-saves", target, PROCESS_CRASH)
+    ops = expected.recording.ops
+    large = [op for op in ops if op.kind is OpKind.WRITE and len(op.data) > MIB]
+    assert large, "big-saves must write states over 1 MiB"
+    per_write = 60 if LONG else 8
+    rng = random.Random(f"aim-{target}")
+    torn = 0
+    for op in large:
+        window = _write_seconds(tmp_path, len(op.data)) * 1.3
+        for rep in range(per_write):
+            root = tmp_path / f"aim-{op.index}-{rep}"
+            delay = rng.uniform(0, window)
+            what = (
+                f"big-saves on {target}, SIGKILL {delay * 1e6:.0f} µs into operation "
+                f"{op.index} ({op.render()})"
+            )
+            lines = driver.run(
+                {
+                    "workload": "big-saves",
+                    "target": target,
+                    "root": str(root),
+                    "aim_at": op.index,
+                    "delay": delay,
+                    "report": str(tmp_path / "report"),
+                }
+            )
+            observed = read_tree(str(root))
+            before, after = expected.points[op.index], expected.points[op.index + 1]
+            allowed = (*before.states, *after.states)
+            tally.judge(what, observed, allowed, cut=before.cut + after.cut)
+            done = sum(1 for line in lines if line.startswith("op "))
+            tally.agree(what, child_ops(lines), expected.ops[:done], "operations")
+            content = observed.file(op.path)
+            if content is not None and 0 < len(content) < len(op.data):
+                torn += 1
+            shutil.rmtree(root)
+    print(f"{tally.name}: {torn} of {tally.runs} kills landed inside the write")
+    tally.check()
