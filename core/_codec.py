@@ -12,6 +12,9 @@ SPEC §2 (seed §5, §6). The document is a JSON object with camelCase keys (SPE
   losslessly: fields were only ever added.
 * Encode and decode are symmetric: :func:`encode` checks its output with the
   decoder, so whatever it returns decodes, and ``decode(encode(s)) == as_persisted(s)``.
+* A document nested deeper than :data:`MAX_DEPTH` (64) levels is ``json_too_deep``
+  on both sides, found without recursion; the result of every entry point depends on
+  its input only, never on how deep the caller's own stack is.
 
 Every error is a :class:`~crashpoint.core.StateError` with ``layer="codec"`` and
 ``retryability=never``.
@@ -36,8 +39,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Final, NoReturn, TypeVar
+from itertools import accumulate
+from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from ._errors import ErrorCode, Retryability, StateError
 from ._state import (
@@ -76,7 +81,15 @@ _MEDIA_TYPES: Final = ("image", "audio", "file")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _MISSING: Final = object()
 
+MAX_DEPTH: Final = 64
+"""The deepest nesting of arrays and objects, counted from the root, that decode reads
+and encode writes (SPEC §2); deeper is ``json_too_deep``."""
+
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
+_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
+
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 # --------------------------------------------------------------------------- errors
@@ -145,7 +158,12 @@ class _NotJSON(Exception):
     pass
 
 
-def _copy_json_value(value: object) -> Any:
+class _TooDeep(Exception):
+    pass
+
+
+def _copy_json_value(value: object, depth: int) -> Any:
+    """A deep copy of a JSON value that sits ``depth`` levels from the root."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -159,31 +177,98 @@ def _copy_json_value(value: object) -> Any:
             raise _NotJSON(f"a non-finite number {value!r}")
         return float(value)
     if isinstance(value, list):
-        return [_copy_json_value(v) for v in value]
+        if depth > MAX_DEPTH:
+            raise _TooDeep
+        return [_copy_json_value(v, depth + 1) for v in value]
     if isinstance(value, dict):
-        return _copy_json_object(value)
+        return _copy_json_object(value, depth)
     raise _NotJSON(f"a value of type {type(value).__name__}")
 
 
-def _copy_json_object(value: Mapping[Any, Any]) -> dict[str, Any]:
+def _copy_json_object(value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+    if depth > MAX_DEPTH:
+        raise _TooDeep
     out: dict[str, Any] = {}
     for key, item in value.items():
         if not _is_text(key):
             raise _NotJSON(f"a key of type {type(key).__name__}")
-        out[key if type(key) is str else str.__str__(key)] = _copy_json_value(item)
+        out[key if type(key) is str else str.__str__(key)] = _copy_json_value(item, depth + 1)
     return out
 
 
-def _json_object(value: object, code: ErrorCode, where: str) -> dict[str, Any]:
-    """Validate a JSON object (dict of str to JSON values) and return a deep copy."""
+def _json_object(value: object, code: ErrorCode, where: str, depth: int) -> dict[str, Any]:
+    """Validate a JSON object (dict of str to JSON values) that sits ``depth`` levels
+    from the root (the root object is level 1) and return a deep copy."""
     if not isinstance(value, dict):
         _fail(code, where, "a JSON object")
     try:
-        return _copy_json_object(value)
+        return _copy_json_object(value, depth)
     except _NotJSON as exc:
         raise _error(code, f"{where} must be a JSON object; it holds {exc}") from None
+    except _TooDeep:
+        raise _too_deep(f"{where} nests deeper than {MAX_DEPTH} levels") from None
+
+
+def _too_deep(message: str) -> StateError:
+    return _error(ErrorCode.JSON_TOO_DEEP, message)
+
+
+def _text_too_deep(text: str) -> bool:
+    """Whether a JSON text nests arrays and objects deeper than :data:`MAX_DEPTH`,
+    found without recursion. Strings are skipped: escaped backslashes and quotes are
+    dropped (pairs of backslashes first, as a JSON reader pairs them), then every
+    other quote-delimited piece is inside a string. On a text that is not JSON the
+    answer may be either; the parser then fails on its own."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    if "\\" in text:
+        text = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(text.split('"')[::2])
+    brackets = _NOT_BRACKET.sub("", outside)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > MAX_DEPTH
+
+
+def _object_too_deep(obj: object) -> bool:
+    """Whether a parsed document nests dicts and lists deeper than :data:`MAX_DEPTH`,
+    found without recursion (a cycle counts as too deep)."""
+    stack: list[tuple[object, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _fresh_stack(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``fn(*args, **kwargs)``; if it runs out of stack (the caller was already deep in
+    a recursion), once more on a new thread's empty stack. Inputs are at most
+    :data:`MAX_DEPTH` deep, so the result depends on the input only (SPEC §2)."""
+    try:
+        return fn(*args, **kwargs)
     except RecursionError:
-        raise _error(code, f"{where} is nested too deeply") from None
+        pass
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, name="crashpoint-codec", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- decode
@@ -279,7 +364,8 @@ def _decode_tool_call(value: object, where: str) -> ToolCall:
     )
 
 
-def _decode_message(value: object, where: str) -> Message:
+def _decode_message(value: object, where: str, depth: int = 4) -> Message:
+    """A message at ``depth`` levels from the root (4 in history, 6 in an episode)."""
     msg = _record(value, ErrorCode.MESSAGE_TYPE, where)
     role = _get(msg, "role")
     if role not in _ROLES:
@@ -301,7 +387,9 @@ def _decode_message(value: object, where: str) -> Message:
         )
     metadata = _optional(msg, "metadata")
     if metadata is not None:
-        metadata = _json_object(metadata, ErrorCode.MESSAGE_METADATA_TYPE, f"{where}.metadata")
+        metadata = _json_object(
+            metadata, ErrorCode.MESSAGE_METADATA_TYPE, f"{where}.metadata", depth + 1
+        )
     if not contents and not tool_calls:
         raise _error(
             ErrorCode.MESSAGE_EMPTY_CONTENTS,
@@ -310,8 +398,12 @@ def _decode_message(value: object, where: str) -> Message:
     return Message(role, tuple(contents), tuple(tool_calls), tool_call_id, metadata)
 
 
-def _decode_messages(value: object, where: str) -> list[Message]:
-    return _array(value, ErrorCode.MESSAGES_TYPE, where, _decode_message)
+def _decode_messages(value: object, where: str, depth: int = 3) -> list[Message]:
+    """An array of messages at ``depth`` levels from the root (3 in history, 5 in an
+    episode)."""
+    return _array(
+        value, ErrorCode.MESSAGES_TYPE, where, lambda v, w: _decode_message(v, w, depth + 1)
+    )
 
 
 def _decode_episode(value: object, where: str) -> Episode:
@@ -322,7 +414,7 @@ def _decode_episode(value: object, where: str) -> Episode:
     return Episode(
         _text(_get(ep, "id"), ErrorCode.EPISODE_TYPE, f"{where}.id"),
         _text(_get(ep, "summary"), ErrorCode.EPISODE_TYPE, f"{where}.summary"),
-        tuple(_decode_messages(messages, f"{where}.messages")),
+        tuple(_decode_messages(messages, f"{where}.messages", 5)),
     )
 
 
@@ -353,7 +445,8 @@ def _decode_tools_entry(value: object, where: str) -> ToolsEntry:
     if not isinstance(tools, list):
         _fail(code, f"{where}.tools", "an array")
     return ToolsEntry(
-        loop_count, tuple(_json_object(t, code, f"{where}.tools[{i}]") for i, t in enumerate(tools))
+        loop_count,
+        tuple(_json_object(t, code, f"{where}.tools[{i}]", 5) for i, t in enumerate(tools)),
     )
 
 
@@ -377,7 +470,21 @@ def decode(obj: object) -> AgentState:
             JSON object); ``schema_version_invalid``; ``schema_version_unsupported``
             (greater than 3); then per field in SPEC §1 order a ``<field>_type`` code
             (e.g. ``pending_plan_review_type``) or ``message_empty_contents``.
+            ``json_too_deep`` first when ``obj`` nests deeper than 64 levels (a
+            reference cycle counts as too deep). Never anything else, however deep
+            the caller's own stack.
     """
+    return _fresh_stack(_decode_checked, obj)
+
+
+def _decode_checked(obj: object) -> AgentState:
+    if _object_too_deep(obj):
+        raise _too_deep(f"the document nests deeper than {MAX_DEPTH} levels")
+    return _decode(obj)
+
+
+def _decode(obj: object) -> AgentState:
+    """:func:`decode` of a document known to be at most :data:`MAX_DEPTH` deep."""
     if not isinstance(obj, dict):
         raise _error(
             ErrorCode.JSON_INVALID,
@@ -408,10 +515,10 @@ def decode(obj: object) -> AgentState:
     metadata = _get(obj, "metadata")
     if metadata is _MISSING:
         metadata = {}
-    metadata = _json_object(metadata, ErrorCode.METADATA_TYPE, "metadata")
+    metadata = _json_object(metadata, ErrorCode.METADATA_TYPE, "metadata", 2)
     plan = _optional(obj, "plan")
     if plan is not None:
-        plan = _json_object(plan, ErrorCode.PLAN_TYPE, "plan")
+        plan = _json_object(plan, ErrorCode.PLAN_TYPE, "plan", 2)
     skills = _optional(obj, "activeSkills")
     if skills is not None:
         skills = _array(skills, ErrorCode.ACTIVE_SKILLS_TYPE, "activeSkills", _decode_skill)
@@ -506,7 +613,7 @@ def _decode_plan_review(value: object) -> PendingPlanReview | None:
         return None
     code = ErrorCode.PENDING_PLAN_REVIEW_TYPE
     record = _record(value, code, "pendingPlanReview")
-    return PendingPlanReview(_json_object(_get(record, "plan"), code, "pendingPlanReview.plan"))
+    return PendingPlanReview(_json_object(_get(record, "plan"), code, "pendingPlanReview.plan", 3))
 
 
 def _flag(obj: Mapping[str, Any], key: str, code: ErrorCode) -> bool:
@@ -529,27 +636,43 @@ def decode_bytes(data: bytes) -> AgentState:
     """Decode UTF-8 JSON bytes (a state file's content) into an :class:`AgentState`.
 
     Raises:
-        StateError: ``json_invalid`` (``layer="codec"``) when the bytes are not
-            UTF-8, not JSON (``NaN``/``Infinity`` included) or nested too deeply;
-            otherwise any error of :func:`decode`.
+        StateError: ``json_too_deep`` (``layer="codec"``) when the document nests
+            deeper than 64 levels (SPEC §2), found before parsing, so the result does
+            not depend on the caller's stack depth; ``json_invalid`` when the bytes
+            are not UTF-8 or not JSON (``NaN``/``Infinity`` included); otherwise any
+            error of :func:`decode`.
     """
+    return _fresh_stack(_decode_bytes, data)
+
+
+def _parse(data: bytes) -> Any:
+    """The parsed JSON document; raises json_too_deep or json_invalid."""
     try:
-        obj = json.loads(bytes(data).decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
-    return decode(obj)
+    if _text_too_deep(text):
+        raise _too_deep(f"the document nests deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
+
+
+def _decode_bytes(data: bytes) -> AgentState:
+    return _decode(_parse(data))
 
 
 def peek_schema_version(data: bytes) -> int | None:
     """The integer ``schemaVersion`` of a JSON document, without decoding the rest.
 
-    Returns ``None`` when ``data`` is not a UTF-8 JSON object or its schemaVersion is
-    absent or not an integer (booleans and floats are not). Never raises. Used by
-    the harness's V1 checker (SPEC §8).
+    Returns ``None`` when ``data`` is not a UTF-8 JSON object (or nests deeper than
+    64 levels) or its schemaVersion is absent or not an integer (booleans and floats
+    are not). Never raises. Used by the harness's V1 checker (SPEC §8).
     """
     try:
-        obj = json.loads(bytes(data).decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError, TypeError):
+        obj = _fresh_stack(_parse, data)
+    except (StateError, TypeError):
         return None
     if not isinstance(obj, dict):
         return None
@@ -582,7 +705,7 @@ class _Encoder:
             _fail(ErrorCode.TOOL_CALL_TYPE, where, "a ToolCall")
         return {"id": call.id, "name": call.name, "arguments": call.arguments}
 
-    def message(self, message: object, where: str) -> dict[str, Any]:
+    def message(self, message: object, where: str, depth: int) -> dict[str, Any]:
         if not isinstance(message, Message):
             _fail(ErrorCode.MESSAGE_TYPE, where, "a Message")
         out: dict[str, Any] = {
@@ -600,13 +723,20 @@ class _Encoder:
             out["toolCallId"] = message.tool_call_id
         if message.metadata is not None:
             out["metadata"] = _json_object(
-                dict(message.metadata), ErrorCode.MESSAGE_METADATA_TYPE, f"{where}.metadata"
+                dict(message.metadata),
+                ErrorCode.MESSAGE_METADATA_TYPE,
+                f"{where}.metadata",
+                depth + 1,
             )
         return out
 
-    def messages(self, messages: object, code: ErrorCode, where: str) -> list[dict[str, Any]]:
+    def messages(
+        self, messages: object, code: ErrorCode, where: str, depth: int
+    ) -> list[dict[str, Any]]:
+        """Messages of an array at ``depth`` levels from the root (3 or 5)."""
         return [
-            self.message(m, f"{where}[{i}]") for i, m in enumerate(_sequence(messages, code, where))
+            self.message(m, f"{where}[{i}]", depth + 1)
+            for i, m in enumerate(_sequence(messages, code, where))
         ]
 
     def episode(self, episode: object, where: str) -> dict[str, Any]:
@@ -616,7 +746,7 @@ class _Encoder:
             "id": episode.id,
             "summary": episode.summary,
             "messages": self.messages(
-                episode.messages, ErrorCode.EPISODE_TYPE, f"{where}.messages"
+                episode.messages, ErrorCode.EPISODE_TYPE, f"{where}.messages", 5
             ),
         }
 
@@ -626,7 +756,7 @@ class _Encoder:
             "sessionId": state.session_id,
             "history": {
                 "messages": self.messages(
-                    state.messages, ErrorCode.MESSAGES_TYPE, "history.messages"
+                    state.messages, ErrorCode.MESSAGES_TYPE, "history.messages", 3
                 ),
                 "episodicMemories": [
                     self.episode(e, f"history.episodicMemories[{i}]")
@@ -640,10 +770,10 @@ class _Encoder:
                 ],
             },
             "usages": _usages(state.usages, ErrorCode.USAGES_TYPE, "usages"),
-            "metadata": _json_object(state.metadata, ErrorCode.METADATA_TYPE, "metadata"),
+            "metadata": _json_object(state.metadata, ErrorCode.METADATA_TYPE, "metadata", 2),
         }
         if state.plan is not None:
-            obj["plan"] = _json_object(state.plan, ErrorCode.PLAN_TYPE, "plan")
+            obj["plan"] = _json_object(state.plan, ErrorCode.PLAN_TYPE, "plan", 2)
         if state.active_skills is not None:
             obj["activeSkills"] = list(
                 _sequence(state.active_skills, ErrorCode.ACTIVE_SKILLS_TYPE, "activeSkills")
@@ -697,7 +827,7 @@ class _Encoder:
                 _fail(ErrorCode.PENDING_PLAN_REVIEW_TYPE, "pendingPlanReview", "a record")
             obj["pendingPlanReview"] = {
                 "plan": _json_object(
-                    dict(pr.plan), ErrorCode.PENDING_PLAN_REVIEW_TYPE, "pendingPlanReview.plan"
+                    dict(pr.plan), ErrorCode.PENDING_PLAN_REVIEW_TYPE, "pendingPlanReview.plan", 3
                 )
             }
         obj["planReviewApproved"] = state.plan_review_approved
@@ -738,7 +868,7 @@ def _tools_entry(entry: object, where: str) -> dict[str, Any]:
     return {
         "loopCount": entry.loop_count,
         "tools": [
-            _json_object(dict(t), code, f"{where}.tools[{i}]") for i, t in enumerate(entry.tools)
+            _json_object(dict(t), code, f"{where}.tools[{i}]", 5) for i, t in enumerate(entry.tools)
         ],
     }
 
@@ -757,12 +887,18 @@ def encode(state: AgentState, *, persistence: bool = True) -> dict[str, Any]:
         StateError: ``layer="codec"``: whatever :func:`decode` would raise on the
             result (the output is checked with the decoder, so encode accepts exactly
             what decode reads back), e.g. ``message_empty_contents`` for a message with
-            neither contents nor tool calls, or ``metadata_type`` for a non-JSON value.
+            neither contents nor tool calls, ``metadata_type`` for a non-JSON value,
+            or ``json_too_deep`` for a value nested deeper than 64 levels from the
+            document's root (SPEC §2).
     """
     if not isinstance(state, AgentState):
         raise TypeError(f"encode() needs an AgentState, got {type(state).__name__}")
+    return _fresh_stack(_encode, state, persistence)
+
+
+def _encode(state: AgentState, persistence: bool) -> dict[str, Any]:
     obj = _Encoder(persistence).document(state)
-    decode(obj)
+    _decode_checked(obj)
     return obj
 
 
@@ -779,7 +915,9 @@ def encode_bytes(state: AgentState, *, persistence: bool = True) -> bytes:
     """
     obj = encode(state, persistence=persistence)
     try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (ValueError, RecursionError) as exc:  # pragma: no cover - encode checked it
+        text = _fresh_stack(
+            json.dumps, obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    except ValueError as exc:  # pragma: no cover - encode checked it
         raise _error(ErrorCode.JSON_INVALID, f"state cannot be serialized: {exc}", exc) from exc
     return text.encode("utf-8")

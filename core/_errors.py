@@ -17,6 +17,7 @@ The error tree::
            +-- history_unpaired              never (SPEC §3)
           layer="codec"                      (raised by encode/decode, SPEC §2)
            +-- json_invalid                  never
+           +-- json_too_deep                 never (deeper than 64 levels, SPEC §2)
            +-- schema_version_unsupported    never; load passes it through unwrapped
            +-- schema_version_invalid        never
            +-- message_empty_contents        never
@@ -79,6 +80,10 @@ class ErrorCode(str, enum.Enum):
     # --- codec layer (SPEC §2) ---
     JSON_INVALID = "json_invalid"
     """The bytes are not UTF-8 JSON, or the document is not a JSON object."""
+
+    JSON_TOO_DEEP = "json_too_deep"
+    """The document nests arrays and objects deeper than 64 levels, counted from the
+    root (SPEC §2); encode refuses the same depth."""
 
     SCHEMA_VERSION_UNSUPPORTED = "schema_version_unsupported"
     """schemaVersion is greater than the current version (3): written by a newer program."""
