@@ -15,7 +15,9 @@ class OsFileSystem:
 
     Directory fsync opens the directory ``O_RDONLY`` and fsyncs the descriptor
     (Linux; where the platform refuses it with EINVAL/EBADF/EACCES the call is a
-    no-op, as SQLite does). Errors are the OS's own ``OSError`` subclasses.
+    no-op, as SQLite does). ``write`` loops over ``os.pwrite`` until every byte is
+    written or an error is raised, so a short count never reaches the caller
+    (SPEC.md §6). Errors are the OS's own ``OSError`` subclasses.
     """
 
     __slots__ = ()
@@ -34,7 +36,18 @@ class OsFileSystem:
             raise os_error(errno.EISDIR, path)
         fd = os.open(path, os.O_WRONLY)
         try:
-            return os.pwrite(fd, data, offset) if data else 0
+            # pwrite(2) may store fewer bytes than asked with no error (a full disk, a
+            # signal): go on from where it stopped until every byte is written or it
+            # raises (SPEC.md §6). A count of 0 for a non-empty buffer would loop for
+            # ever; the OS reports it as ENOSPC, and so does this.
+            view = memoryview(data)
+            done = 0
+            while done < len(view):
+                n = os.pwrite(fd, view[done:], offset + done)
+                if n <= 0:
+                    raise os_error(errno.ENOSPC, path)
+                done += n
+            return done
         finally:
             os.close(fd)
 

@@ -13,8 +13,11 @@ records the operation trace and injects crashes and faults).
 
 from __future__ import annotations
 
+import errno
 import posixpath
 from typing import Protocol, runtime_checkable
+
+from ._image import os_error
 
 __all__ = ["FileSystem", "makedirs", "write_bytes"]
 
@@ -39,7 +42,10 @@ class FileSystem(Protocol):
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         """Write ``data`` at byte ``offset`` of an existing file, extending it (gaps read
-        as zero bytes). Returns the number of bytes written. Raises ENOENT if absent."""
+        as zero bytes). Returns the number of bytes written, which may be fewer than
+        ``len(data)`` with no error (a *short count*, as ``write(2)`` returns on a full
+        disk): the caller continues at ``offset + n`` (see :func:`write_bytes`).
+        Raises ENOENT if absent."""
 
     def truncate(self, path: str, size: int) -> None:
         """Set the file's size in bytes (extension reads back as zero bytes)."""
@@ -90,7 +96,16 @@ def makedirs(fs: FileSystem, path: str) -> list[str]:
 
 
 def write_bytes(fs: FileSystem, path: str, data: bytes) -> None:
-    """``create(path)`` then ``write(path, 0, data)`` (FAULT-MODEL.md §1)."""
+    """``create(path)`` then ``write(path, 0, data)`` (FAULT-MODEL.md §1).
+
+    A write that returns fewer bytes than asked is continued at the offset it reached
+    until every byte is written or an error is raised (SPEC.md §6), so a short count
+    is never taken for a whole file. A count of 0 (or less) for bytes still to write
+    raises ``OSError(ENOSPC)`` rather than loop for ever."""
     fs.create(path)
-    if data:
-        fs.write(path, 0, data)
+    done = 0
+    while done < len(data):
+        n = fs.write(path, done, data[done:])
+        if n <= 0:
+            raise os_error(errno.ENOSPC, path)
+        done += n

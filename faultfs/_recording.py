@@ -8,7 +8,8 @@ records every call as an :class:`~crashpoint.faultfs.Op` and can
   afterwards every call raises it again and changes nothing (a dead machine has no
   ``finally:``);
 * **fault at operation k**: that call fails with ``OSError(errno, strerror, path)``
-  and the code keeps running (see :class:`Fault`).
+  and the code keeps running (see :class:`Fault`), or, for a *short count*, stores
+  a prefix of its data and returns that prefix's length with no error.
 
 Error tree::
 
@@ -63,6 +64,12 @@ class FaultKind(str, enum.Enum):
     """The call fails with ``errno`` and changes nothing."""
     SHORT_WRITE = "short-write"
     """A write stores a prefix (half the bytes, rounded down) then fails with ENOSPC."""
+    SHORT_COUNT = "short-count"
+    """A write of ``n`` >= 2 bytes stores its first ``n // 2`` bytes and returns that
+    count with no error: what Linux's ``write(2)`` does when it reaches a full disk
+    after some bytes (FAULT-MODEL.md §2). The trace records the prefix, as a plain
+    successful write. A write of fewer than 2 bytes, or any other operation, fails
+    with the fault's errno (ENOSPC) instead: a full disk that takes no byte says so."""
     FSYNC_LOST = "fsync-lost"
     """An fsync fails with EIO and the file's dirty data is dropped (Linux ≤ 4.13
     "fsyncgate"): a retried fsync reports success but the data is not durable."""
@@ -75,7 +82,7 @@ class Fault:
     Attributes:
         at: index of the operation that fails.
         errno: the errno raised (ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, ENOENT).
-        kind: plain error, short write, or fsyncgate-style lost fsync.
+        kind: plain error, short write, short count, or fsyncgate-style lost fsync.
     """
 
     at: int
@@ -86,6 +93,8 @@ class Fault:
         name = _errno.errorcode.get(self.errno, str(self.errno))
         if self.kind is FaultKind.ERROR:
             return f"{name} at operation {self.at}"
+        if self.kind is FaultKind.SHORT_COUNT:
+            return f"{self.kind.value} at operation {self.at}"
         return f"{self.kind.value} ({name}) at operation {self.at}"
 
 
@@ -131,7 +140,7 @@ class RecordingFileSystem:
             raise self.crashed
         self.trace.events.append(Op(len(self.trace.ops), OpKind.MARK, label=label))
 
-    def _mutate(self, op: Op, call: Callable[[], T]) -> T:
+    def _mutate(self, op: Op, call: Callable[[], T], *, inject: bool = True) -> T:
         if self.crashed is not None:
             raise self.crashed
         index = len(self.trace.ops)
@@ -144,7 +153,7 @@ class RecordingFileSystem:
             self.crashed = SimulatedCrash(index, op.path)
             raise self.crashed
         fault = self.fault
-        if fault is not None and fault.at == index:
+        if inject and fault is not None and fault.at == index:
             return self._inject(op, fault)
         try:
             result = call()
@@ -205,9 +214,21 @@ class RecordingFileSystem:
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         data = bytes(data)
+        fault = self.fault
+        short = (
+            fault is not None
+            and fault.kind is FaultKind.SHORT_COUNT
+            and fault.at == len(self.trace.ops)
+            and len(data) > 1
+        )
+        if short:
+            # A short count (FAULT-MODEL.md §2): only a prefix reaches the disk and
+            # its length is returned, no error. The trace holds what was stored.
+            data = data[: len(data) // 2]
         return self._mutate(
             Op(0, OpKind.WRITE, path, offset=offset, data=data),
             lambda: self.inner.write(path, offset, data),
+            inject=not short,
         )
 
     def truncate(self, path: str, size: int) -> None:

@@ -7,6 +7,10 @@ the call that hit the fault raises ``state_save_failed`` with retryability
 state (or the failed call's own state, if the failure came after its commit
 point). Every crash point after the fault is then explored too, so a crash right
 after the failure must still satisfy R1 and the rest.
+
+A *short count* (a write stores a prefix and returns its length, no error) is not a
+failure: F1 does not apply to it, and a save acknowledged over a cut file shows as R1
+at the end of the run (or at any crash point after the acknowledgement).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
         (errno.EDQUOT, _E),
         (errno.EIO, _E),
         (errno.ENOSPC, FaultKind.SHORT_WRITE),
+        (errno.ENOSPC, FaultKind.SHORT_COUNT),
     ),
     OpKind.TRUNCATE: ((errno.EIO, _E),),
     OpKind.RENAME: (
@@ -70,14 +75,21 @@ FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
 
 
 def fault_plan(ops: Sequence[Op]) -> list[Fault]:
-    """Every fault to arm, operation by operation, for a crash-free trace."""
+    """Every fault to arm, operation by operation, for a crash-free trace.
+
+    A short count is armed only on writes of at least 2 bytes: a full disk that takes
+    no byte of a write fails it with ENOSPC, which the plan already has."""
     return [
-        Fault(op.index, code, kind) for op in ops for code, kind in FAULTS_BY_OP.get(op.kind, ())
+        Fault(op.index, code, kind)
+        for op in ops
+        for code, kind in FAULTS_BY_OP.get(op.kind, ())
+        if kind is not FaultKind.SHORT_COUNT or len(op.data) > 1
     ]
 
 
 def fault_spec(fault: Fault) -> str:
-    """``AT:NAME``, as ``--fault`` takes it: ``3:ENOSPC``, ``5:short-write``, ``7:fsync-lost``."""
+    """``AT:NAME``, as ``--fault`` takes it: ``3:ENOSPC``, ``5:short-write``,
+    ``5:short-count``, ``7:fsync-lost``."""
     if fault.kind is FaultKind.ERROR:
         return f"{fault.at}:{errno.errorcode[fault.errno]}"
     return f"{fault.at}:{fault.kind.value}"
@@ -88,6 +100,7 @@ FAULT_ERRNOS = ("ENOSPC", "EDQUOT", "EIO", "EACCES", "EROFS", "EXDEV", "ENOENT")
 
 _KIND_ALIASES = {
     "short-write": FaultKind.SHORT_WRITE,
+    "short-count": FaultKind.SHORT_COUNT,
     "fsync-lost": FaultKind.FSYNC_LOST,
     "fsyncgate": FaultKind.FSYNC_LOST,
     "lost-fsync": FaultKind.FSYNC_LOST,
@@ -96,17 +109,17 @@ _KIND_ALIASES = {
 
 def parse_fault(text: str) -> Fault:
     """Parse ``AT:NAME`` (see :func:`fault_spec`): NAME is an errno of
-    :data:`FAULT_ERRNOS` (any case), ``short-write`` or ``fsync-lost`` (alias
-    ``fsyncgate``). Raises ValueError naming the valid forms."""
+    :data:`FAULT_ERRNOS` (any case), ``short-write``, ``short-count`` or
+    ``fsync-lost`` (alias ``fsyncgate``). Raises ValueError naming the valid forms."""
     at_text, sep, name = text.strip().partition(":")
-    valid = f"{', '.join(FAULT_ERRNOS)}, short-write, fsync-lost"
+    valid = f"{', '.join(FAULT_ERRNOS)}, short-write, short-count, fsync-lost"
     if not sep or not (at_text.isascii() and at_text.isdigit()):
         raise ValueError(
             f"a fault looks like AT:NAME (e.g. 3:ENOSPC; NAME one of {valid}), not {text!r}"
         )
     at = int(at_text)
     kind = _KIND_ALIASES.get(name.lower())
-    if kind is FaultKind.SHORT_WRITE:
+    if kind in (FaultKind.SHORT_WRITE, FaultKind.SHORT_COUNT):
         return Fault(at, errno.ENOSPC, kind)
     if kind is FaultKind.FSYNC_LOST:
         return Fault(at, errno.EIO, kind)
@@ -148,8 +161,16 @@ def explore_faults(
             (c for c in rec.calls if c.begin <= fault.at and (c.end is None or fault.at < c.end)),
             None,
         )
+        # A short count is no failure: the call must finish the write and return
+        # normally, so F1 does not apply; a save acknowledged over a cut file is R1.
+        short_count = (
+            fault.kind is FaultKind.SHORT_COUNT
+            and fault.at < len(rec.ops)
+            and rec.ops[fault.at].errno is None
+        )
         if (
             hit is not None
+            and not short_count
             and Invariant.F1 in wanted
             and (hit.error != "state_save_failed" or hit.retryability != "conditional")
         ):
@@ -186,7 +207,7 @@ def explore_faults(
             only=only,
             shard=shard,
             extra=extra,
-            end_invariant=Invariant.F1,
+            end_invariant=None if short_count else Invariant.F1,
         )
     chk.finish(result)
     result.seconds = time.perf_counter() - started
