@@ -66,6 +66,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             tr.write_line(f"[{e['name']}] {text}")
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controller checks that no loop device or mount of the suite was left behind."""
+    if hasattr(session.config, "workerinput") or os.geteuid() != 0:
+        return
+    from reality_helpers import IMAGE_PREFIX, leftover_loops, leftover_mounts
+
+    left = leftover_loops(IMAGE_PREFIX) + leftover_mounts(IMAGE_PREFIX)
+    if left:
+        print("reality: LEFT BEHIND (loop devices or mounts):", *left, sep="\n  ")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     from reality_helpers import Driver
