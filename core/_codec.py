@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from itertools import accumulate
@@ -80,6 +81,13 @@ _ROLES: Final = ("system", "user", "assistant", "tool")
 _MEDIA_TYPES: Final = ("image", "audio", "file")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _MISSING: Final = object()
+
+MAX_INT_DIGITS: Final = 4000
+"""The most decimal digits an integer may have (decision: Python converts at most 4300
+between text and int by default, and the other runtime's numbers are doubles)."""
+
+_INT_BOUND: Final = 10**MAX_INT_DIGITS
+_LONG_DIGITS: Final = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
 
 MAX_DEPTH: Final = 64
 """The deepest nesting of arrays and objects, counted from the root, that decode reads
@@ -146,7 +154,31 @@ def as_persisted(state: AgentState) -> AgentState:
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer the format can hold: not a bool, at most 4000 decimal digits."""
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and -_INT_BOUND < value < _INT_BOUND
+    )
+
+
+class _BigNumber:
+    """An integer literal of more than :data:`MAX_INT_DIGITS` digits, kept unconverted
+    (Python refuses to convert more than 4300 digits). A version this large is
+    unsupported (or invalid when negative); anywhere else it is a type error."""
+
+    __slots__ = ("digits", "negative")
+
+    def __init__(self, literal: str) -> None:
+        self.negative = literal.startswith("-")
+        self.digits = len(literal.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"{'-' if self.negative else ''}<an integer of {self.digits} digits>"
+
+
+def _parse_int(literal: str) -> int | _BigNumber:
+    if len(literal) > MAX_INT_DIGITS and len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        return _BigNumber(literal)
+    return int(literal)
 
 
 def _is_text(value: object) -> bool:
@@ -171,7 +203,11 @@ def _copy_json_value(value: object, depth: int) -> Any:
             raise _NotJSON("a string with a lone surrogate")
         return value if type(value) is str else str.__str__(value)
     if isinstance(value, int):
+        if not _is_int(value):
+            raise _NotJSON(f"an integer of more than {MAX_INT_DIGITS} digits")
         return int(value)
+    if isinstance(value, _BigNumber):
+        raise _NotJSON(f"an integer of more than {MAX_INT_DIGITS} digits")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise _NotJSON(f"a non-finite number {value!r}")
@@ -323,20 +359,57 @@ def _array(
     return [item(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
+_HUGE: Final = -1
+"""What :func:`_whole_number` returns for a whole number too large to hold."""
+
+
+def _whole_number(value: object) -> int | None:
+    """SPEC §2: the integer a JSON number stands for when its value is a whole number
+    (``4.0``, ``4e0`` and ``1E1`` are 4, 4 and 10), as the other runtime reads it;
+    :data:`_HUGE` for a non-negative one too large to hold (more than 4000 digits, or
+    a literal beyond the double range such as ``1e400``); None for anything else
+    (negative, fractional, NaN, not a number, booleans)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if value < 0:
+            return None
+        return value if value < _INT_BOUND else _HUGE
+    if isinstance(value, _BigNumber):
+        return None if value.negative else _HUGE
+    if isinstance(value, float):
+        if value == math.inf:
+            return _HUGE
+        if not math.isfinite(value) or not value.is_integer() or value < 0:
+            return None
+        return int(value)
+    return None
+
+
 def _read_version(obj: Mapping[str, Any]) -> int:
+    """The schema version (absent: 0). Raises schema_version_invalid, or
+    schema_version_unsupported for any whole number above 3 (SPEC §2)."""
     if "schemaVersion" not in obj:
         return 0
-    version = obj["schemaVersion"]
-    if not _is_int(version) or version < 0:
+    raw = obj["schemaVersion"]
+    version = _whole_number(raw)
+    if version is None:
         raise _error(
             ErrorCode.SCHEMA_VERSION_INVALID,
-            f"schemaVersion must be a non-negative integer, got {_describe(version)}",
+            f"schemaVersion must be a non-negative whole number, got {_describe(raw)}",
         )
-    assert isinstance(version, int)
+    if version == _HUGE or version > CURRENT_VERSION:
+        raise _error(
+            ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
+            f"unsupported AgentState schemaVersion {_describe(raw)}; current is {CURRENT_VERSION}",
+        )
     return version
 
 
 def _describe(value: object) -> str:
+    if isinstance(value, int) and not -(10**40) < value < 10**40:
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1
+        return f"{'-' if value < 0 else ''}<an integer of about {digits} digits>"
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:37]}..."
 
@@ -491,11 +564,6 @@ def _decode(obj: object) -> AgentState:
             f"an AgentState document must be a JSON object, got {type(obj).__name__}",
         )
     version = _read_version(obj)
-    if version > CURRENT_VERSION:
-        raise _error(
-            ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
-            f"unsupported AgentState schemaVersion {version}; current is {CURRENT_VERSION}",
-        )
 
     session_id = _text(_get(obj, "sessionId"), ErrorCode.SESSION_ID_TYPE, "sessionId")
 
@@ -653,8 +721,11 @@ def _parse(data: bytes) -> Any:
         raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
     if _text_too_deep(text):
         raise _too_deep(f"the document nests deeper than {MAX_DEPTH} levels")
+    # An integer literal of more than 4000 digits would make json raise ValueError
+    # (Python's int/str conversion limit): keep it unconverted instead.
+    parse_int = _parse_int if _LONG_DIGITS.search(text) else None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
     except ValueError as exc:
         raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
 
@@ -664,20 +735,28 @@ def _decode_bytes(data: bytes) -> AgentState:
 
 
 def peek_schema_version(data: bytes) -> int | None:
-    """The integer ``schemaVersion`` of a JSON document, without decoding the rest.
+    """The ``schemaVersion`` of a JSON document as decode reads it, without decoding
+    the rest (SPEC §2: a whole number in any spelling, ``4.0`` and ``1E1`` included).
 
     Returns ``None`` when ``data`` is not a UTF-8 JSON object (or nests deeper than
-    64 levels) or its schemaVersion is absent or not an integer (booleans and floats
-    are not). Never raises. Used by the harness's V1 checker (SPEC §8).
+    64 levels) or its schemaVersion is absent or not a whole number (booleans,
+    fractions, strings). A negative whole number is returned as it is; one too large
+    to hold (more than 4000 digits, ``1e400``) as ``sys.maxsize``. Never raises. Used
+    by the harness's V1 checker (SPEC §8).
     """
     try:
         obj = _fresh_stack(_parse, data)
     except (StateError, TypeError):
         return None
-    if not isinstance(obj, dict):
+    if not isinstance(obj, dict) or "schemaVersion" not in obj:
         return None
-    version = obj.get("schemaVersion")
-    return version if isinstance(version, int) and not isinstance(version, bool) else None
+    raw = obj["schemaVersion"]
+    version = _whole_number(raw)
+    if version is None:
+        if _is_int(raw) or (isinstance(raw, float) and raw.is_integer()):
+            return int(raw)  # negative
+        return None
+    return sys.maxsize if version == _HUGE else version
 
 
 # --------------------------------------------------------------------------- encode

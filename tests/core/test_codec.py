@@ -213,7 +213,7 @@ def test_13_3_negative_schema_version_raises_schema_version_invalid(version: int
     )
 
 
-@pytest.mark.parametrize("version", [1.5, 3.0, 1.0, 0.0, 1e300, math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("version", [1.5, 0.5, 3.25, -1.0, -math.inf, math.nan])
 def test_13_3_non_integer_schema_version_raises_schema_version_invalid(version: float) -> None:
     assert_codec_error(
         decode_error({"schemaVersion": version, "sessionId": "s"}), "schema_version_invalid"
@@ -237,9 +237,12 @@ def test_schema_version_is_checked_before_any_field() -> None:
 
 def test_decode_bytes_reads_a_fractional_json_version_as_invalid() -> None:
     with codec_error("schema_version_invalid"):
-        decode_bytes(b'{"schemaVersion":3.0,"sessionId":"s"}')
+        decode_bytes(b'{"schemaVersion":2.5,"sessionId":"s"}')
     with codec_error("schema_version_invalid"):
-        decode_bytes(b'{"schemaVersion":1e0,"sessionId":"s"}')
+        decode_bytes(b'{"schemaVersion":15e-1,"sessionId":"s"}')
+    # SPEC §2: a whole number in any spelling is that integer (test_codec_limits.py)
+    assert decode_bytes(b'{"schemaVersion":3.0,"sessionId":"s"}').schema_version == 3
+    assert decode_bytes(b'{"schemaVersion":1e0,"sessionId":"s"}').schema_version == 1
 
 
 # --- seed §13.8 empty contents, one test per bullet ----------------------------------------
@@ -773,7 +776,8 @@ def test_encode_requires_an_agent_state() -> None:
         (b'{"schemaVersion":0}', 0),
         (b'{"schemaVersion":-1}', -1),
         (b'{"sessionId":"s"}', None),
-        (b'{"schemaVersion":3.0}', None),
+        (b'{"schemaVersion":3.0}', 3),
+        (b'{"schemaVersion":3.5}', None),
         (b'{"schemaVersion":true}', None),
         (b'{"schemaVersion":"3"}', None),
         (b'{"schemaVersion":null}', None),

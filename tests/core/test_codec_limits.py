@@ -3,6 +3,7 @@ spellings and huge numbers. Each test was written to fail before its fix."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -182,3 +183,118 @@ def test_json_too_deep_is_a_codec_error_wrapped_by_load_without_bak() -> None:
     assert isinstance(exc.value.cause, StateError)
     assert exc.value.cause.code == ErrorCode.JSON_TOO_DEEP
     assert exc.value.cause.layer == "codec"
+
+
+# --- schemaVersion spellings and huge numbers (SPEC §2) -------------------------------------
+
+
+def short(spelling: object) -> str:
+    """A readable test id for a long spelling."""
+    text = str(spelling) if not isinstance(spelling, int) else "int"
+    return text if len(text) <= 12 else f"{text[:6]}...({len(text)} chars)"
+
+
+def doc_with_version(spelling: str) -> bytes:
+    return ('{"schemaVersion":' + spelling + ',"sessionId":"s"}').encode()
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["4", "4.0", "4e0", "4E0", "4.000", "1E1", "40e-1", "1e400", "9" * 5000, "1" + "0" * 5000],
+    ids=short,
+)
+def test_a_whole_version_above_3_is_unsupported_however_spelled(spelling: str) -> None:
+    assert code(lambda: decode_bytes(doc_with_version(spelling))) == (
+        ErrorCode.SCHEMA_VERSION_UNSUPPORTED
+    )
+
+
+@pytest.mark.parametrize(
+    ("spelling", "version"),
+    [("0.0", 0), ("-0.0", 0), ("1.0", 1), ("2e0", 2), ("3.0", 3), ("30e-1", 3), ("0e5", 0)],
+)
+def test_a_whole_version_up_to_3_reads_as_that_integer(spelling: str, version: int) -> None:
+    state = decode_bytes(doc_with_version(spelling))
+    assert state.schema_version == version
+    assert type(state.schema_version) is int
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["-1", "-1.0", "-4e0", "1.5", "3.5", "4.5", "-1e400", "-" + "9" * 5000, '"4"', "true", "null"],
+    ids=short,
+)
+def test_a_negative_fractional_or_non_number_version_is_invalid(spelling: str) -> None:
+    assert code(lambda: decode_bytes(doc_with_version(spelling))) == (
+        ErrorCode.SCHEMA_VERSION_INVALID
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        (10**5000, ErrorCode.SCHEMA_VERSION_UNSUPPORTED),
+        (-(10**5000), ErrorCode.SCHEMA_VERSION_INVALID),
+        (4.0, ErrorCode.SCHEMA_VERSION_UNSUPPORTED),
+        (float("inf"), ErrorCode.SCHEMA_VERSION_UNSUPPORTED),
+        (float("-inf"), ErrorCode.SCHEMA_VERSION_INVALID),
+        (float("nan"), ErrorCode.SCHEMA_VERSION_INVALID),
+    ],
+    ids=["10**5000", "-10**5000", "4.0", "inf", "-inf", "nan"],
+)
+def test_decode_of_a_huge_or_float_version_never_leaks_value_error(
+    version: object, expected: str
+) -> None:
+    assert code(lambda: decode({"schemaVersion": version, "sessionId": "s"})) == expected
+
+
+def test_load_of_a_main_with_version_4_0_raises_unsupported_never_bak() -> None:
+    fs = MemoryFileSystem()
+    makedirs(fs, BASE)
+    write_bytes(fs, f"{BASE}/s1.json.bak", encode_bytes(AgentState.new("s1")))
+    for spelling in ("4.0", "4e0", "1E1", "1" + "0" * 5000):
+        write_bytes(
+            fs, f"{BASE}/s1.json", ('{"schemaVersion":' + spelling + ',"sessionId":"s1"}').encode()
+        )
+        assert code(lambda: FileStateStorage(fs, BASE).load("s1")) == (
+            ErrorCode.SCHEMA_VERSION_UNSUPPORTED
+        )
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ('"metadata":{"n":%s}', ErrorCode.METADATA_TYPE),
+        ('"totalLoopCount":%s', ErrorCode.TOTAL_LOOP_COUNT_TYPE),
+        ('"usages":[{"inputTokens":%s,"outputTokens":1}]', ErrorCode.USAGE_TYPE),
+    ],
+)
+def test_an_integer_of_more_than_4000_digits_is_a_type_error(field: str, expected: str) -> None:
+    for digits in ("1" * 4001, "-" + "1" * 4001, "7" * 100_000):
+        data = ('{"sessionId":"s",' + field % digits + "}").encode()
+        assert code(functools.partial(decode_bytes, data)) == expected
+
+
+def test_an_integer_of_4000_digits_round_trips() -> None:
+    big = int("9" * 4000)
+    s = AgentState.new("s")
+    s.metadata = {"n": big, "m": -big}
+    s.total_loop_count = big
+    assert decode_bytes(encode_bytes(s)) == decode(json.loads(encode_bytes(s)))
+    assert decode_bytes(encode_bytes(s)).metadata == {"n": big, "m": -big}
+    s.metadata = {"n": big * 10}
+    assert code(lambda: encode_bytes(s)) == ErrorCode.METADATA_TYPE
+    s.metadata = {}
+    s.total_loop_count = big * 10
+    assert code(lambda: encode_bytes(s)) == ErrorCode.TOTAL_LOOP_COUNT_TYPE
+
+
+@pytest.mark.parametrize(
+    ("spelling", "expected"),
+    [("4.0", 4), ("1E1", 10), ("3.0", 3), ("1.5", None), ("1" + "0" * 5000, sys.maxsize)],
+    ids=short,
+)
+def test_peek_schema_version_reads_the_same_spellings(spelling: str, expected: int | None) -> None:
+    from crashpoint.core import peek_schema_version
+
+    assert peek_schema_version(doc_with_version(spelling)) == expected
