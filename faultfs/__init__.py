@@ -6,7 +6,9 @@ and derives crash states from the recorded trace with :func:`crash_points` under
 a :class:`PersistenceModel`.
 """
 
+from ._descriptors import Description, DescriptorTable
 from ._image import CrashState, Image, os_error
+from ._intercept import Interception, intercept
 from ._memory import MemoryFileSystem
 from ._models import (
     MODELS,
@@ -31,10 +33,13 @@ __all__ = [
     "PROCESS_CRASH",
     "CrashPoint",
     "CrashState",
+    "Description",
+    "DescriptorTable",
     "Fault",
     "FaultKind",
     "FileSystem",
     "Image",
+    "Interception",
     "MemoryFileSystem",
     "Op",
     "OpKind",
@@ -46,6 +51,7 @@ __all__ = [
     "crash_points",
     "effective",
     "get_model",
+    "intercept",
     "makedirs",
     "os_error",
     "write_bytes",

@@ -1,0 +1,1437 @@
+"""Interception: unmodified standard-library file calls go into the model (FAULT-MODEL.md §4).
+
+While :func:`intercept` is active, code that knows nothing of crashpoint — ``open``,
+``os``, ``os.path``, ``pathlib``, ``shutil``, ``tempfile`` — writes into a
+:class:`~crashpoint.faultfs.FileSystem` (typically a
+:class:`~crashpoint.faultfs.RecordingFileSystem` over a
+:class:`~crashpoint.faultfs.MemoryFileSystem`), so its calls are recorded as the
+operation trace and crashed and faulted like the protocol backends. Nothing touches
+the real disk.
+
+How (see ``docs/decisions.md``, "Interception (issue 8)"):
+
+* pyfakefs's :class:`~pyfakefs.fake_filesystem_unittest.Patcher` does the module
+  scanning: every loaded module's references to ``os``, ``os.path``, ``io``,
+  ``time``, ``fcntl``, ``mmap``, ``sqlite3`` and ``subprocess``, names bound before
+  the patch (``from os import fsync``), ``builtins.open``, modules imported during
+  the patch, and tempfile's closer. Its fake modules are replaced by crashpoint's
+  own, which delegate to one :class:`Interception` (STYLE.md 16).
+* the fake ``os`` keeps a :class:`~crashpoint.faultfs.DescriptorTable` over the
+  model: a descriptor follows its inode, ``O_EXCL``/``O_APPEND``/``O_TRUNC`` as on
+  Linux, ``os.fsync`` of a directory descriptor is ``fsync_dir``.
+* ``open`` builds a raw file over a model descriptor and wraps it in CPython's own
+  C ``BufferedWriter``/``BufferedReader``/``BufferedRandom`` and ``TextIOWrapper``
+  with the 4096-byte buffer a Linux filesystem reports (``st_blksize``): a buffered
+  write becomes exactly the ``write(2)`` calls CPython makes.
+
+A call the model cannot represent is listed in :attr:`Interception.unsupported`
+(the verdict is then incomplete); a mutating call on a path outside ``root`` is
+listed in :attr:`Interception.escapes` (confinement, SPEC S1) and still goes to the
+model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import posixpath
+import random
+import stat
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+from ._descriptors import DescriptorTable, normalise
+from ._image import os_error
+from ._protocol import FileSystem
+
+__all__ = ["Interception", "intercept"]
+
+_REAL_OPEN = io.open
+_BLKSIZE = 4096
+_EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: the seeded clock's start
+_DEV = 0x6370  # st_dev of every model file ("cp")
+
+#: Top-level packages of the harness: never patched (their own ``os`` stays real).
+HARNESS_PACKAGES = (
+    "crashpoint",
+    "_pytest",
+    "pytest",
+    "py",
+    "pluggy",
+    "xdist",
+    "execnet",
+    "hypothesis",
+    "_hypothesis_pytestplugin",
+    "_hypothesis_ftz_detector",
+    "_hypothesis_globals",
+    "rich",
+    "pygments",
+    "markdown_it",
+    "mdurl",
+    "jinja2",
+    "markupsafe",
+    "coverage",
+    "pytest_cov",
+    "attr",
+    "attrs",
+    "sortedcontainers",
+    "iniconfig",
+    "exceptiongroup",
+)
+#: Modules of the harness that *are* target code: the OS backend runs the user's storage.
+TARGET_MODULES = ("crashpoint.faultfs._os",)
+
+
+class _SkipName(str):
+    """A pyfakefs skip name matching a package and its submodules, not mere prefixes.
+
+    pyfakefs skips module ``m`` when ``any(name.startswith(m.__name__))``; a plain
+    string would also skip a user module called ``py`` or ``x`` (prefixes of
+    ``pytest``, ``xdist``). This ``startswith`` answers exactly "``m`` is this
+    package or inside it, and not a target module".
+    """
+
+    def startswith(self, prefix: Any, *args: Any) -> bool:  # type: ignore[override]
+        if args or not isinstance(prefix, str):
+            return str.startswith(self, prefix, *args)
+        inside = prefix == self or prefix.startswith(str(self) + ".")
+        return inside and prefix not in TARGET_MODULES
+
+
+class Interception:
+    """The state of one interception: the filesystem, descriptors, clock and findings.
+
+    Created by :func:`intercept`; use :meth:`switch` to run the target again on
+    another filesystem under the same patch.
+
+    Attributes:
+        fs: the filesystem calls go to now.
+        root: the base directory (absolute); mutating calls outside it are escapes.
+        seed: seeds tempfile's names, ``os.urandom``, ``random``, the clock.
+        table: the :class:`~crashpoint.faultfs.DescriptorTable` of the current run.
+        unsupported: names of calls the model cannot represent that the target made,
+            in order, without repeats (e.g. ``"os.link"``, ``"fcntl.flock"``,
+            ``"threading: concurrent file calls"``). Non-empty means incomplete.
+        escapes: paths outside ``root`` the target tried to create, write, rename or
+            delete (SPEC S1), in order, without repeats.
+        pid: the process id the target sees (``os.getpid``).
+    """
+
+    def __init__(self, fs: FileSystem, *, root: str, seed: int = 0) -> None:
+        if not root.startswith("/"):
+            raise ValueError(f"root must be an absolute path, not {root!r}")
+        self.root = normalise(root)
+        self.seed = seed
+        self.unsupported: list[str] = []
+        self.escapes: list[str] = []
+        self.guard = _Guard(self)
+        self.os = _FakeOs(self)
+        self.io = _FakeIo(self)
+        self.time = _FakeTime(self)
+        self.fs = fs
+        self.table = DescriptorTable(fs)
+        self.cwd = self.root
+        self.pid = 0
+        self._clock_ns = 0
+        self._rng = random.Random(seed)
+        self._modes: dict[str, int] = {}
+        self._times: dict[str, tuple[int, int]] = {}
+        self._names: Any = None
+        self._reset(fs, seed)
+
+    # --- runs ------------------------------------------------------------------
+    def switch(self, fs: FileSystem, *, seed: int | None = None) -> None:
+        """Run the next target on ``fs``: a fresh descriptor table, the clock, pid,
+        tempfile names and ``random`` seeded again (``seed`` or the same as before),
+        so the same code issues the same trace. Descriptors left open by the previous
+        run are retired: later calls on them change nothing."""
+        self._reset(fs, self.seed if seed is None else seed)
+
+    def _reset(self, fs: FileSystem, seed: int) -> None:
+        self.seed = seed
+        self.fs = fs
+        self.table = DescriptorTable(fs)
+        self.cwd = self.root
+        self.pid = 1000 + seed % 30000
+        self._clock_ns = (_EPOCH + seed % 1_000_000) * 1_000_000_000
+        self._rng = random.Random(seed)
+        self._modes = {}
+        self._times = {}
+        names = tempfile._RandomNameSequence()  # type: ignore[attr-defined]
+        names._rng = random.Random(seed)
+        names._rng_pid = self.pid
+        self._names = names
+        if _ACTIVE and _ACTIVE[-1] is self:
+            random.seed(seed)
+            tempfile._name_sequence = names  # type: ignore[attr-defined]
+
+    # --- findings ----------------------------------------------------------------
+    def report(self, name: str) -> None:
+        """Record a call the model cannot represent (once per name)."""
+        if name not in self.unsupported:
+            self.unsupported.append(name)
+
+    def confine(self, path: str) -> str:
+        """Note ``path`` as an escape if it lies outside ``root``; return it."""
+        root = self.root
+        inside = path == root or path.startswith(root + "/") or root == "/"
+        if not inside and path not in self.escapes:
+            self.escapes.append(path)
+        return path
+
+    # --- helpers used by the fakes ---------------------------------------------------
+    def resolve(self, path: Any, dir_fd: int | None = None) -> str:
+        """An absolute, normalised model path for ``path`` (str, bytes, PathLike)."""
+        p = os.fspath(path)
+        if isinstance(p, bytes):
+            p = os.fsdecode(p)
+        if not p:
+            raise os_error(errno.ENOENT, p)
+        if not p.startswith("/"):
+            base = self.cwd if dir_fd is None else self.table.path(dir_fd)
+            p = base.rstrip("/") + "/" + p
+        return normalise(p)
+
+    def now_ns(self, *, advance: bool = True) -> int:
+        """The seeded clock in nanoseconds; each reading advances it by 1 ms."""
+        if advance:
+            self._clock_ns += 1_000_000
+        return self._clock_ns
+
+
+class _Guard:
+    """Serialises file calls; a call that overlaps another thread's is reported
+    (``threading: concurrent file calls``): the order of such calls is the
+    scheduler's, so a re-run may not issue the same trace."""
+
+    __slots__ = ("_i", "_lock")
+
+    def __init__(self, icpt: Interception) -> None:
+        self._i = icpt
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            self._i.report("threading: concurrent file calls")
+            self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+# =============================================================================
+# fake os
+# =============================================================================
+
+
+def _stat_result(mode: int, ino: int, size: int, atime_ns: int, mtime_ns: int) -> os.stat_result:
+    return os.stat_result(
+        (
+            mode,
+            ino,
+            _DEV,
+            1,
+            _UID,
+            _GID,
+            size,
+            atime_ns // 10**9,
+            mtime_ns // 10**9,
+            mtime_ns // 10**9,
+            atime_ns / 1e9,
+            mtime_ns / 1e9,
+            mtime_ns / 1e9,
+            atime_ns,
+            mtime_ns,
+            mtime_ns,
+            _BLKSIZE,
+            (size + 511) // 512,
+            0,
+        )
+    )
+
+
+_UID = os.getuid() if hasattr(os, "getuid") else 0
+_GID = os.getgid() if hasattr(os, "getgid") else 0
+
+#: os functions that would change the disk in ways the model does not represent:
+#: reported, and refused with ENOTSUP (nothing happened).
+_REFUSED_OS = (
+    "link",
+    "symlink",
+    "mkfifo",
+    "mknod",
+    "chroot",
+    "fchdir",
+    "posix_fallocate",
+    "setxattr",
+    "removexattr",
+    "copy_file_range",
+    "splice",
+    "fwalk",
+    "truncate64",
+    "memfd_create",
+)
+#: process creation: a child would run outside the interception.
+_REFUSED_PROC = (
+    "system",
+    "popen",
+    "fork",
+    "forkpty",
+    "posix_spawn",
+    "posix_spawnp",
+    "execv",
+    "execve",
+    "execl",
+    "execle",
+    "execlp",
+    "execlpe",
+    "execvp",
+    "execvpe",
+    "spawnl",
+    "spawnle",
+    "spawnlp",
+    "spawnlpe",
+    "spawnv",
+    "spawnve",
+    "spawnvp",
+    "spawnvpe",
+)
+
+
+class _FakeOs:
+    """The ``os`` module a target sees: file calls on the model, the rest real."""
+
+    path: _FakePath
+
+    def __init__(self, icpt: Interception) -> None:
+        self._i = icpt
+        self.path = _FakePath(icpt, self)
+
+    @staticmethod
+    def dir() -> list[str]:
+        """Names patched where bound before the patch (``from os import fsync``)."""
+        return [
+            n
+            for n in _FakeOs.__dict__
+            if not n.startswith("_") and n not in ("dir", "path") and n in os.__dict__
+        ]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    # --- descriptors -------------------------------------------------------------
+    def open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        i = self._i
+        with i.guard:
+            p = i.resolve(path, dir_fd)
+            if flags & (os.O_CREAT | os.O_TRUNC) or flags & os.O_ACCMODE != os.O_RDONLY:
+                i.confine(p)
+            existed = flags & os.O_CREAT and i.fs.exists(p)
+            fd = i.table.open(p, flags)
+            if flags & os.O_CREAT and not existed:
+                i._modes[p] = stat.S_IFREG | (mode & 0o777 & ~0o022)
+            return fd
+
+    def close(self, fd: int) -> None:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.close", os.close, fd)
+        with i.guard:
+            i.table.close(fd)
+
+    def closerange(self, low: int, high: int) -> None:
+        for fd in self._i.table.open_fds():
+            if low <= fd < high:
+                self._i.table.close(fd)
+
+    def dup(self, fd: int) -> int:
+        if fd not in self._i.table:
+            return _real_fd(self._i, "os.dup", os.dup, fd)
+        return self._i.table.dup(fd)
+
+    def write(self, fd: int, data: Any) -> int:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.write", os.write, fd, data)
+        with i.guard:
+            n = i.table.write(fd, bytes(data))
+            self._touch(i.table.path(fd))
+            return n
+
+    def writev(self, fd: int, buffers: Any) -> int:
+        return self.write(fd, b"".join(bytes(b) for b in buffers))
+
+    def pwrite(self, fd: int, data: Any, offset: int) -> int:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.pwrite", os.pwrite, fd, data, offset)
+        with i.guard:
+            n = i.table.pwrite(fd, bytes(data), offset)
+            self._touch(i.table.path(fd))
+            return n
+
+    def read(self, fd: int, n: int) -> bytes:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.read", os.read, fd, n)
+        with i.guard:
+            return i.table.read(fd, n)
+
+    def pread(self, fd: int, n: int, offset: int) -> bytes:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.pread", os.pread, fd, n, offset)
+        with i.guard:
+            return i.table.pread(fd, n, offset)
+
+    def lseek(self, fd: int, pos: int, how: int) -> int:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.lseek", os.lseek, fd, pos, how)
+        return i.table.lseek(fd, pos, how)
+
+    def fsync(self, fd: Any) -> None:
+        i = self._i
+        if not isinstance(fd, int):
+            fd = fd.fileno()
+        if fd not in i.table:
+            return _real_fd(i, "os.fsync", os.fsync, fd)
+        with i.guard:
+            i.table.fsync(fd)
+
+    def fdatasync(self, fd: Any) -> None:
+        self.fsync(fd)  # the protocol has one data barrier; fdatasync also flushes size
+
+    def ftruncate(self, fd: int, length: int) -> None:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.ftruncate", os.ftruncate, fd, length)
+        with i.guard:
+            i.table.ftruncate(fd, length)
+            self._touch(i.table.path(fd))
+
+    def fstat(self, fd: int) -> os.stat_result:
+        i = self._i
+        if fd not in i.table:
+            return _real_fd(i, "os.fstat", os.fstat, fd)
+        d = i.table.get(fd)
+        if d.orphan is not None:
+            return _stat_result(stat.S_IFREG | 0o644, 0, len(d.orphan), 0, 0)
+        return self.stat(d.path)
+
+    def isatty(self, fd: int) -> bool:
+        return False if fd in self._i.table else os.isatty(fd)
+
+    def sendfile(self, out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        """``sendfile(2)`` between model descriptors: one write of what was read."""
+        i = self._i
+        if out_fd not in i.table or in_fd not in i.table:
+            return _real_fd(i, "os.sendfile", os.sendfile, out_fd, in_fd, offset, count)
+        with i.guard:
+            if offset is None:
+                data = i.table.read(in_fd, count)
+            else:
+                data = i.table.pread(in_fd, count, offset)
+            return i.table.write(out_fd, data) if data else 0
+
+    def fchmod(self, fd: int, mode: int) -> None:
+        if fd not in self._i.table:
+            return _real_fd(self._i, "os.fchmod", os.fchmod, fd, mode)
+        self.chmod(self._i.table.get(fd).path, mode)
+
+    def fchown(self, fd: int, uid: int, gid: int) -> None:
+        if fd not in self._i.table:
+            return _real_fd(self._i, "os.fchown", os.fchown, fd, uid, gid)
+
+    def get_inheritable(self, fd: int) -> bool:
+        return False if fd in self._i.table else os.get_inheritable(fd)
+
+    def set_inheritable(self, fd: int, inheritable: bool) -> None:
+        if fd not in self._i.table:
+            os.set_inheritable(fd, inheritable)
+
+    def get_blocking(self, fd: int) -> bool:
+        return True if fd in self._i.table else os.get_blocking(fd)
+
+    def set_blocking(self, fd: int, blocking: bool) -> None:
+        if fd not in self._i.table:
+            os.set_blocking(fd, blocking)
+
+    def fdopen(self, fd: int, mode: str = "r", buffering: int = -1, *args: Any, **kw: Any) -> Any:
+        return self._i.io.open(fd, mode, buffering, *args, **kw)
+
+    def posix_fadvise(self, fd: int, offset: int, length: int, advice: int) -> None:
+        if fd not in self._i.table:
+            os.posix_fadvise(fd, offset, length, advice)
+
+    # --- namespace ---------------------------------------------------------------
+    def stat(
+        self, path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True
+    ) -> os.stat_result:
+        i = self._i
+        if isinstance(path, int):
+            return self.fstat(path)
+        p = i.resolve(path, dir_fd)
+        fs = i.fs
+        now = i.now_ns(advance=False)
+        atime, mtime = i._times.get(p, (now, now))
+        if fs.is_dir(p):
+            mode = i._modes.get(p, stat.S_IFDIR | 0o755)
+            return _stat_result(mode, _ino(p), _BLKSIZE, atime, mtime)
+        size = fs.size(p)  # raises ENOENT/ENOTDIR as the model says
+        mode = i._modes.get(p, stat.S_IFREG | 0o644)
+        return _stat_result(mode, _ino(p), size, atime, mtime)
+
+    def lstat(self, path: Any, *, dir_fd: int | None = None) -> os.stat_result:
+        return self.stat(path, dir_fd=dir_fd)
+
+    def access(self, path: Any, mode: int, **_: Any) -> bool:
+        try:
+            self.stat(path)
+        except OSError:
+            return False
+        return True
+
+    def listdir(self, path: Any = ".") -> list[str]:
+        i = self._i
+        if isinstance(path, int):
+            path = i.table.path(path)
+        names = i.fs.listdir(i.resolve(path))
+        return [os.fsencode(n) for n in names] if isinstance(path, bytes) else names  # type: ignore[misc]
+
+    def scandir(self, path: Any = ".") -> _ScandirIterator:
+        i = self._i
+        given = path
+        if isinstance(path, int):
+            path = i.table.path(path)
+            given = None
+        p = i.resolve(path)
+        names = i.fs.listdir(p)
+        shown = None if given is None else os.fspath(given)
+        return _ScandirIterator([_DirEntry(self, p, n, shown) for n in names])
+
+    def walk(
+        self, top: Any, topdown: bool = True, onerror: Any = None, followlinks: bool = False
+    ) -> Iterator[tuple[Any, list[Any], list[Any]]]:
+        top = os.fspath(top)
+        try:
+            entries = list(self.scandir(top))
+        except OSError as exc:
+            if onerror is not None:
+                onerror(exc)
+            return
+        dirs = [e.name for e in entries if e.is_dir()]
+        files = [e.name for e in entries if not e.is_dir()]
+        if topdown:
+            yield top, dirs, files
+        for name in dirs:
+            yield from self.walk(posixpath.join(top, name), topdown, onerror, followlinks)
+        if not topdown:
+            yield top, dirs, files
+
+    def mkdir(self, path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        i = self._i
+        with i.guard:
+            p = i.confine(i.resolve(path, dir_fd))
+            i.fs.mkdir(p)
+
+    def makedirs(self, name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
+        i = self._i
+        p = i.resolve(name)
+        head = posixpath.dirname(p)
+        if head and head != p and not i.fs.exists(head):
+            with contextlib.suppress(FileExistsError):
+                self.makedirs(head, exist_ok=exist_ok)
+        try:
+            self.mkdir(p, mode)
+        except OSError:
+            if not exist_ok or not i.fs.is_dir(p):
+                raise
+
+    def rmdir(self, path: Any, *, dir_fd: int | None = None) -> None:
+        """Reported (the protocol has no rmdir yet) and left undone: the directory stays."""
+        i = self._i
+        p = i.confine(i.resolve(path, dir_fd))
+        i.report("os.rmdir")
+        if not i.fs.is_dir(p):
+            raise os_error(errno.ENOTDIR if i.fs.exists(p) else errno.ENOENT, p)
+        if i.fs.listdir(p):
+            raise os_error(errno.ENOTEMPTY, p)
+
+    def removedirs(self, name: Any) -> None:
+        self.rmdir(name)
+
+    def unlink(self, path: Any, *, dir_fd: int | None = None) -> None:
+        i = self._i
+        with i.guard:
+            p = i.confine(i.resolve(path, dir_fd))
+            i.table.unlink(p)
+            i._modes.pop(p, None)
+            i._times.pop(p, None)
+
+    def remove(self, path: Any, *, dir_fd: int | None = None) -> None:
+        self.unlink(path, dir_fd=dir_fd)
+
+    def rename(
+        self,
+        src: Any,
+        dst: Any,
+        *,
+        src_dir_fd: int | None = None,
+        dst_dir_fd: int | None = None,
+    ) -> None:
+        i = self._i
+        with i.guard:
+            s = i.confine(i.resolve(src, src_dir_fd))
+            d = i.confine(i.resolve(dst, dst_dir_fd))
+            if i.fs.is_dir(s):
+                i.report("os.rename(directory)")
+                raise os_error(errno.ENOTSUP, s)
+            i.table.rename(s, d)
+            if s != d:
+                _move(i._modes, s, d)
+                _move(i._times, s, d)
+
+    def replace(self, src: Any, dst: Any, **kw: Any) -> None:
+        self.rename(src, dst, **kw)
+
+    def renames(self, old: Any, new: Any) -> None:
+        head = posixpath.dirname(self._i.resolve(new))
+        if head and not self._i.fs.exists(head):
+            self.makedirs(head)
+        self.rename(old, new)
+
+    def truncate(self, path: Any, length: int) -> None:
+        i = self._i
+        if isinstance(path, int):
+            return self.ftruncate(path, length)
+        with i.guard:
+            p = i.confine(i.resolve(path))
+            if i.fs.is_dir(p):
+                raise os_error(errno.EISDIR, p)
+            if length < 0:
+                raise os_error(errno.EINVAL, p)
+            i.fs.truncate(p, length)
+            self._touch(p)
+
+    # --- attributes: kept in the interception's view, not in the trace ------------------
+    def chmod(
+        self, path: Any, mode: int, *, dir_fd: int | None = None, follow_symlinks: bool = True
+    ) -> None:
+        i = self._i
+        if isinstance(path, int):
+            return self.fchmod(path, mode)
+        p = i.confine(i.resolve(path, dir_fd))
+        kind = stat.S_IFMT(self.stat(p).st_mode)  # ENOENT as the OS would
+        i._modes[p] = kind | (mode & 0o7777)
+
+    def lchmod(self, path: Any, mode: int) -> None:
+        self.chmod(path, mode)
+
+    def chown(self, path: Any, uid: int, gid: int, **_: Any) -> None:
+        p = self._i.confine(self._i.resolve(path)) if not isinstance(path, int) else path
+        self.stat(p)
+
+    def lchown(self, path: Any, uid: int, gid: int) -> None:
+        self.chown(path, uid, gid)
+
+    def utime(
+        self,
+        path: Any,
+        times: tuple[float, float] | None = None,
+        *,
+        ns: tuple[int, int] | None = None,
+        dir_fd: int | None = None,
+        follow_symlinks: bool = True,
+    ) -> None:
+        i = self._i
+        if isinstance(path, int):
+            path = i.table.path(path)
+        p = i.confine(i.resolve(path, dir_fd))
+        self.stat(p)  # ENOENT as the OS would
+        if ns is not None:
+            i._times[p] = (int(ns[0]), int(ns[1]))
+        elif times is not None:
+            i._times[p] = (int(times[0] * 1e9), int(times[1] * 1e9))
+        else:
+            now = i.now_ns()
+            i._times[p] = (now, now)
+
+    def listxattr(self, path: Any = None, **_: Any) -> list[str]:
+        return []
+
+    def getxattr(self, path: Any, attribute: Any, **_: Any) -> bytes:
+        raise os_error(errno.ENODATA, str(path))
+
+    def _touch(self, path: str) -> None:
+        if path:
+            now = self._i.now_ns(advance=False)
+            self._i._times[path] = (now, now)
+
+    # --- process and determinism -----------------------------------------------------
+    def getcwd(self) -> str:
+        return self._i.cwd
+
+    def getcwdb(self) -> bytes:
+        return os.fsencode(self._i.cwd)
+
+    def chdir(self, path: Any) -> None:
+        p = self._i.resolve(path)
+        if not self._i.fs.is_dir(p):
+            raise os_error(errno.ENOTDIR if self._i.fs.exists(p) else errno.ENOENT, p)
+        self._i.cwd = p
+
+    def getpid(self) -> int:
+        return self._i.pid
+
+    def urandom(self, size: int) -> bytes:
+        return self._i._rng.randbytes(size)
+
+    def sync(self) -> None:
+        self._i.report("os.sync")
+
+    def syncfs(self, fd: int) -> None:
+        self._i.report("os.syncfs")
+
+    def readlink(self, path: Any, *, dir_fd: int | None = None) -> str:
+        p = self._i.resolve(path, dir_fd)
+        self.stat(p)
+        raise os_error(errno.EINVAL, p)  # the model has no symbolic links
+
+
+def _move(attrs: dict[str, Any], src: str, dst: str) -> None:
+    if src in attrs:
+        attrs[dst] = attrs.pop(src)
+    else:
+        attrs.pop(dst, None)
+
+
+def _ino(path: str) -> int:
+    return (hash(path) & 0x7FFF_FFFF) | 1
+
+
+def _refused(name: str) -> Callable[..., Any]:
+    def refused(self: _FakeOs, *args: Any, **kwargs: Any) -> Any:
+        self._i.report(f"os.{name}")
+        raise OSError(errno.ENOTSUP, f"os.{name} is not modelled by crashpoint's interception")
+
+    refused.__name__ = name
+    return refused
+
+
+for _name in (*_REFUSED_OS, *_REFUSED_PROC):
+    if hasattr(os, _name):
+        setattr(_FakeOs, _name, _refused(_name))
+
+
+def _real_fd(icpt: Interception, name: str, call: Callable[..., Any], fd: Any, *args: Any) -> Any:
+    """A descriptor the model did not hand out: standard streams pass through; any
+    other real descriptor (a file opened before the patch) is refused with EBADF."""
+    if fd in (0, 1, 2):
+        return call(fd, *args)
+    icpt.report(f"{name}(real descriptor)")
+    raise os_error(errno.EBADF, str(fd))
+
+
+class _DirEntry:
+    """``os.DirEntry`` over the model."""
+
+    __slots__ = ("_dir", "_os", "name", "path")
+
+    def __init__(self, fake_os: _FakeOs, directory: str, name: str, shown: str | None) -> None:
+        self._os = fake_os
+        self._dir = directory
+        self.name = name
+        self.path = posixpath.join(shown if shown is not None else directory, name)
+
+    def _full(self) -> str:
+        return posixpath.join(self._dir, self.name)
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self._os._i.fs.is_dir(self._full())
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        p = self._full()
+        fs = self._os._i.fs
+        return fs.exists(p) and not fs.is_dir(p)
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def is_junction(self) -> bool:
+        return False
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._os.stat(self._full())
+
+    def inode(self) -> int:
+        return _ino(self._full())
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"<DirEntry {self.name!r}>"
+
+
+class _ScandirIterator:
+    def __init__(self, entries: list[_DirEntry]) -> None:
+        self._it = iter(entries)
+
+    def __iter__(self) -> _ScandirIterator:
+        return self
+
+    def __next__(self) -> _DirEntry:
+        return next(self._it)
+
+    def __enter__(self) -> _ScandirIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class _FakePath:
+    """``os.path`` over the model: queries ask the model, pure functions are posixpath's."""
+
+    def __init__(self, icpt: Interception, fake_os: _FakeOs) -> None:
+        self._i = icpt
+        self._os = fake_os
+
+    @staticmethod
+    def dir() -> list[str]:
+        return [n for n in _FakePath.__dict__ if not n.startswith("_") and n != "dir"]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(posixpath, name)
+
+    def exists(self, path: Any) -> bool:
+        if isinstance(path, int):
+            return path in self._i.table
+        try:
+            return self._i.fs.exists(self._i.resolve(path))
+        except (OSError, ValueError):
+            return False
+
+    def lexists(self, path: Any) -> bool:
+        return self.exists(path)
+
+    def isfile(self, path: Any) -> bool:
+        try:
+            return stat.S_ISREG(self._os.stat(path).st_mode)
+        except (OSError, ValueError):
+            return False
+
+    def isdir(self, path: Any) -> bool:
+        try:
+            return stat.S_ISDIR(self._os.stat(path).st_mode)
+        except (OSError, ValueError):
+            return False
+
+    def islink(self, path: Any) -> bool:
+        return False
+
+    def ismount(self, path: Any) -> bool:
+        return self._i.resolve(path) == "/"
+
+    def getsize(self, path: Any) -> int:
+        return self._os.stat(path).st_size
+
+    def getmtime(self, path: Any) -> float:
+        return self._os.stat(path).st_mtime
+
+    def getatime(self, path: Any) -> float:
+        return self._os.stat(path).st_atime
+
+    def getctime(self, path: Any) -> float:
+        return self._os.stat(path).st_ctime
+
+    def samefile(self, a: Any, b: Any) -> bool:
+        self._os.stat(a)
+        self._os.stat(b)
+        return self._i.resolve(a) == self._i.resolve(b)
+
+    def abspath(self, path: Any) -> Any:
+        p = os.fspath(path)
+        if isinstance(p, bytes):
+            return os.fsencode(self._i.resolve(p))
+        return self._i.resolve(p) if p else self._i.cwd
+
+    def realpath(self, path: Any, *, strict: bool = False) -> Any:
+        if strict:
+            self._os.stat(path)
+        return self.abspath(path)
+
+    def relpath(self, path: Any, start: Any = None) -> str:
+        return posixpath.relpath(self.abspath(path), self.abspath(start or self._i.cwd))
+
+
+# =============================================================================
+# fake io: CPython's own buffering over a model descriptor
+# =============================================================================
+
+
+class _FakeFileIO(io.RawIOBase):
+    """``io.FileIO`` over a model descriptor (what the C buffered classes wrap)."""
+
+    def __init__(
+        self,
+        icpt: Interception,
+        file: Any,
+        mode: str = "r",
+        closefd: bool = True,
+        opener: Callable[[Any, int], int] | None = None,
+    ) -> None:
+        super().__init__()
+        self._i = icpt
+        self._fd = -1
+        modes = set(mode)
+        if modes - set("xrwab+") or len(mode) > len(modes):
+            raise ValueError(f"invalid mode: {mode}")
+        self._readable = "r" in modes or "+" in modes
+        self._writable = bool(modes & set("xwa+"))
+        self._appending = "a" in modes
+        if self._readable and self._writable:
+            flags = os.O_RDWR
+        elif self._writable:
+            flags = os.O_WRONLY
+        else:
+            flags = os.O_RDONLY
+        if "x" in modes:
+            flags |= os.O_EXCL | os.O_CREAT
+        elif "w" in modes:
+            flags |= os.O_CREAT | os.O_TRUNC
+        elif "a" in modes:
+            flags |= os.O_APPEND | os.O_CREAT
+        flags |= getattr(os, "O_CLOEXEC", 0)
+        self.name = file
+        self._closefd = closefd
+        if isinstance(file, int):
+            if file not in icpt.table:
+                raise os_error(errno.EBADF, str(file))
+            fd = file
+        else:
+            if not closefd:
+                raise ValueError("Cannot use closefd=False with file name")
+            fd = opener(file, flags) if opener is not None else icpt.os.open(file, flags, 0o666)
+            if not isinstance(fd, int) or fd < 0:
+                raise ValueError(f"opener returned {fd}")
+        self._fd = fd
+        self._table = icpt.table
+        if icpt.table.get(fd).is_dir:
+            if closefd:
+                icpt.os.close(fd)
+                self._fd = -1
+            raise os_error(errno.EISDIR, str(file))
+        self._blksize = _BLKSIZE
+        if self._appending:
+            icpt.os.lseek(fd, 0, os.SEEK_END)
+        if "x" in modes:
+            self.mode = "xb+" if self._readable else "xb"
+        elif "a" in modes:
+            self.mode = "ab+" if self._readable else "ab"
+        elif "w" in modes:
+            self.mode = "rb+" if self._readable else "wb"
+        else:
+            self.mode = "rb+" if self._writable else "rb"
+
+    @property
+    def closefd(self) -> bool:
+        return self._closefd
+
+    def fileno(self) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._fd
+
+    def readable(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._readable
+
+    def writable(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._writable
+
+    def seekable(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return True
+
+    def isatty(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return False
+
+    @property
+    def _retired(self) -> bool:
+        """The run this file belongs to is over (``switch`` or the block's end):
+        a late flush or close changes nothing."""
+        return self._table is not self._i.table
+
+    def readinto(self, b: Any) -> int:
+        if self._retired:
+            return 0
+        data = self._i.os.read(self._fd, len(b))
+        n = len(data)
+        memoryview(b).cast("B")[:n] = data
+        return n
+
+    def readall(self) -> bytes:
+        return b"" if self._retired else self._i.os.read(self._fd, -1)
+
+    def write(self, b: Any) -> int:
+        if not self._writable:
+            raise io.UnsupportedOperation("File not open for writing")
+        if self._retired:
+            return len(b)
+        return self._i.os.write(self._fd, b)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._i.os.lseek(self._fd, pos, whence)
+
+    def tell(self) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._i.os.lseek(self._fd, 0, os.SEEK_CUR)
+
+    def truncate(self, size: int | None = None) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        if not self._writable:
+            raise io.UnsupportedOperation("File not open for writing")
+        if size is None:
+            size = self.tell()
+        self._i.os.ftruncate(self._fd, size)
+        return size
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                if self._closefd and self._fd >= 0 and not self._retired:
+                    self._i.os.close(self._fd)
+            finally:
+                super().close()
+
+    def __repr__(self) -> str:
+        return f"<crashpoint FileIO name={self.name!r} mode={self.mode!r}>"
+
+
+def _fake_open(
+    icpt: Interception,
+    file: Any,
+    mode: str = "r",
+    buffering: int = -1,
+    encoding: str | None = None,
+    errors: str | None = None,
+    newline: str | None = None,
+    closefd: bool = True,
+    opener: Callable[[Any, int], int] | None = None,
+) -> Any:
+    """``open()`` as CPython's ``_io.open`` builds it, over :class:`_FakeFileIO`."""
+    if isinstance(file, int) and file not in icpt.table:
+        if file in (0, 1, 2):
+            return _REAL_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        icpt.report("open(real descriptor)")
+        raise os_error(errno.EBADF, str(file))
+    if not isinstance(file, int):
+        file = os.fspath(file)
+    if not isinstance(file, (str, bytes, int)):
+        raise TypeError(f"invalid file: {file!r}")
+    if not isinstance(mode, str):
+        raise TypeError(f"invalid mode: {mode!r}")
+    modes = set(mode)
+    if modes - set("axrwb+t") or len(mode) > len(modes):
+        raise ValueError(f"invalid mode: {mode!r}")
+    creating, reading, writing, appending = ("x" in modes, "r" in modes, "w" in modes, "a" in modes)
+    updating, text, binary = "+" in modes, "t" in modes, "b" in modes
+    if text and binary:
+        raise ValueError("can't have text and binary mode at once")
+    if creating + reading + writing + appending > 1:
+        raise ValueError("must have exactly one of create/read/write/append mode")
+    if not (creating or reading or writing or appending):
+        raise ValueError(
+            "Must have exactly one of create/read/write/append mode and at most one plus"
+        )
+    if binary and encoding is not None:
+        raise ValueError("binary mode doesn't take an encoding argument")
+    if binary and errors is not None:
+        raise ValueError("binary mode doesn't take an errors argument")
+    if binary and newline is not None:
+        raise ValueError("binary mode doesn't take a newline argument")
+    if binary and buffering == 1:
+        warnings.warn(
+            "line buffering (buffering=1) isn't supported in binary mode, "
+            "the default buffer size will be used",
+            RuntimeWarning,
+            3,
+        )
+    rawmode = (
+        ("x" if creating else "")
+        + ("r" if reading else "")
+        + ("w" if writing else "")
+        + ("a" if appending else "")
+        + ("+" if updating else "")
+    )
+    raw = _FakeFileIO(icpt, file, rawmode, closefd, opener)
+    result: Any = raw
+    try:
+        line_buffering = False
+        if buffering == 1 or (buffering < 0 and raw.isatty()):
+            buffering = -1
+            line_buffering = True
+        if buffering < 0:
+            buffering = raw._blksize
+        if buffering == 0:
+            if binary:
+                return result
+            raise ValueError("can't have unbuffered text I/O")
+        if updating:
+            buffer: Any = io.BufferedRandom(raw, buffering)
+        elif creating or writing or appending:
+            buffer = io.BufferedWriter(raw, buffering)
+        else:
+            buffer = io.BufferedReader(raw, buffering)
+        result = buffer
+        if binary:
+            return result
+        wrapper = io.TextIOWrapper(
+            buffer, io.text_encoding(encoding), errors, newline, line_buffering
+        )
+        result = wrapper
+        wrapper.mode = mode  # type: ignore[misc]
+        return result
+    except BaseException:
+        result.close()
+        raise
+
+
+class _FakeIo:
+    """The ``io`` module a target sees: ``open``/``FileIO`` on the model, the rest real."""
+
+    def __init__(self, icpt: Interception) -> None:
+        self._i = icpt
+
+        class FileIO(_FakeFileIO):
+            def __init__(
+                self,
+                file: Any,
+                mode: str = "r",
+                closefd: bool = True,
+                opener: Callable[[Any, int], int] | None = None,
+            ) -> None:
+                super().__init__(icpt, file, mode, closefd, opener)
+
+        self.FileIO = FileIO
+
+    @staticmethod
+    def dir() -> list[str]:
+        return ["open"]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(io, name)
+
+    def open(self, file: Any, *args: Any, **kwargs: Any) -> Any:
+        return _fake_open(self._i, file, *args, **kwargs)
+
+
+# =============================================================================
+# fake time, and modules whose calls are reported
+# =============================================================================
+
+
+_StructTime = time.struct_time
+
+
+class _FakeTime:
+    """The ``time`` module a target sees: a seeded clock; sleeping and monotonic clocks real."""
+
+    def __init__(self, icpt: Interception) -> None:
+        self._i = icpt
+
+    @staticmethod
+    def dir() -> list[str]:
+        return ["time", "time_ns"]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    def time(self) -> float:
+        return self._i.now_ns() / 1e9
+
+    def time_ns(self) -> int:
+        return self._i.now_ns()
+
+    def localtime(self, secs: float | None = None) -> _StructTime:
+        return time.localtime(self.time() if secs is None else secs)
+
+    def gmtime(self, secs: float | None = None) -> _StructTime:
+        return time.gmtime(self.time() if secs is None else secs)
+
+    def ctime(self, secs: float | None = None) -> str:
+        return time.ctime(self.time() if secs is None else secs)
+
+    def strftime(self, fmt: str, t: Any = None) -> str:
+        return time.strftime(fmt, self.localtime() if t is None else t)
+
+
+class _Reporting:
+    """A module a target sees where some calls are reported; the rest is the real one."""
+
+    module_name: ClassVar[str] = ""
+
+    def __init__(self, icpt: Interception, real: Any) -> None:
+        self._i = icpt
+        self._real = real
+
+    @classmethod
+    def dir(cls) -> list[str]:
+        skip = ("dir", "module_name")
+        return [n for n in cls.__dict__ if not n.startswith("_") and n not in skip]
+
+    def __getattr__(self, name: str) -> Any:
+        if self._real is None:
+            raise AttributeError(name)
+        return getattr(self._real, name)
+
+    def _refuse(self, name: str, code: int = errno.ENOTSUP) -> OSError:
+        self._i.report(f"{self.module_name}.{name}")
+        return OSError(code, f"{self.module_name}.{name} is not modelled by crashpoint")
+
+
+class _FakeFcntl(_Reporting):
+    """``fcntl``: locks are reported (and granted: one process holds them all)."""
+
+    module_name = "fcntl"
+
+    def flock(self, fd: Any, operation: int) -> None:
+        self._i.report("fcntl.flock")
+
+    def lockf(self, fd: Any, cmd: int, *args: Any) -> None:
+        self._i.report("fcntl.lockf")
+
+    def fcntl(self, fd: Any, cmd: int, arg: Any = 0) -> Any:
+        if not isinstance(fd, int):
+            fd = fd.fileno()
+        if fd not in self._i.table:
+            return _real_fd(self._i, "fcntl.fcntl", self._real.fcntl, fd, cmd, arg)
+        real = self._real
+        if cmd in (real.F_GETFD, real.F_SETFD, real.F_SETFL):
+            return 0
+        if cmd == real.F_GETFL:
+            d = self._i.table.get(fd)
+            acc = os.O_RDWR if d.readable and d.writable else os.O_WRONLY if d.writable else 0
+            return acc | (os.O_APPEND if d.append else 0)
+        self._i.report("fcntl.fcntl")
+        return 0
+
+    def ioctl(self, fd: Any, *args: Any) -> Any:
+        raise self._refuse("ioctl", errno.ENOTTY)
+
+
+class _FakeMmap(_Reporting):
+    """``mmap``: a mapping's writes reach a file without a system call: refused."""
+
+    module_name = "mmap"
+
+    def mmap(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("mmap", errno.ENODEV)
+
+
+class _FakeSqlite3(_Reporting):
+    module_name = "sqlite3"
+
+    def connect(self, database: Any, *args: Any, **kwargs: Any) -> Any:
+        """Reported; the connection is an in-memory database (nothing reaches a disk)."""
+        self._i.report("sqlite3.connect")
+        return self._real.connect(":memory:", *args, **kwargs)
+
+
+class _FakeSubprocess(_Reporting):
+    """``subprocess``: a child process would run outside the interception: refused."""
+
+    module_name = "subprocess"
+
+    def Popen(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+    def check_call(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+    def check_output(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+    def getoutput(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+    def getstatusoutput(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("Popen", errno.EPERM)
+
+
+def _import_real(name: str) -> Any:
+    try:
+        return __import__(name)
+    except ImportError:  # pragma: no cover - platform without it
+        return None
+
+
+_fcntl = _import_real("fcntl")
+_mmap = _import_real("mmap")
+_sqlite3 = _import_real("sqlite3")
+_subprocess = _import_real("subprocess")
+
+
+# =============================================================================
+# the patcher
+# =============================================================================
+
+
+def _patcher_class() -> type:
+    from pyfakefs.fake_filesystem_unittest import Patcher
+
+    class InterceptPatcher(Patcher):  # type: ignore[misc]
+        """pyfakefs's Patcher with crashpoint's fake modules instead of its own.
+
+        Own class-level caches (pyfakefs keeps them per class), no known-package
+        patches (they target pyfakefs's filesystem), no Path-class replacement
+        (the real ``pathlib`` runs over the patched ``os``/``io``)."""
+
+        CACHED_MODULES: ClassVar[set[Any]] = set()
+        FS_MODULES: ClassVar[dict[str, Any]] = {}
+        FS_FUNCTIONS: ClassVar[dict[Any, Any]] = {}
+        FS_DEFARGS: ClassVar[list[Any]] = []
+        SKIPPED_FS_MODULES: ClassVar[dict[str, Any]] = {}
+        PATCHED_MODULE_NAMES: ClassVar[set[str]] = set()
+        ADDITIONAL_SKIP_NAMES: ClassVar[set[str]] = set()
+        PATCHER = None
+        REF_COUNT = 0
+        fakes: ClassVar[dict[str, Any]] = {}
+
+        def _init_fake_module_classes(self) -> None:
+            self._fake_module_classes = {
+                name: (lambda _fs, fake=fake: fake) for name, fake in self.fakes.items()
+            }
+            self._class_modules = {}
+            self._unfaked_module_classes = {}
+
+        def _init_fake_module_functions(self) -> None:
+            keys = {
+                "os": ("os", "posix"),
+                "io": ("io", "_io"),
+                "time": ("time",),
+            }
+            for name, fake in self.fakes.items():
+                for fct_name in type(fake).dir():
+                    entry = (getattr(type(fake), fct_name), name)
+                    for key in keys.get(name, (name,)):
+                        self._fake_module_functions.setdefault(fct_name, {})[key] = entry
+            path = self.fakes["os"].path
+            for fct_name in type(path).dir():
+                entry = (getattr(type(path), fct_name), "posixpath")
+                for key in ("posixpath", "genericpath"):
+                    self._fake_module_functions.setdefault(fct_name, {})[key] = entry
+
+    return InterceptPatcher
+
+
+_PATCHER: type | None = None
+_ACTIVE: list[Interception] = []
+
+
+@contextlib.contextmanager
+def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Interception]:
+    """Route the standard library's file calls into ``fs`` while the block runs.
+
+    Example::
+
+        fs = RecordingFileSystem(MemoryFileSystem(dirs=("/base",)))
+        with intercept(fs, root="/base", seed=0) as icpt:
+            store = make_store("/base")      # unmodified code: open, os, pathlib ...
+            store.save({"a": 1})
+        fs.trace.ops                         # what the kernel would have seen
+        icpt.unsupported, icpt.escapes       # what the model could not follow
+
+    Args:
+        fs: any :class:`~crashpoint.faultfs.FileSystem`.
+        root: the target's base directory (absolute); also the working directory
+            the target sees. Mutating calls outside it are listed in ``escapes``.
+        seed: seeds tempfile's random names, ``os.getpid``, ``os.urandom``,
+            ``random`` and ``time.time`` (FAULT-MODEL.md §4: a re-run issues the
+            same trace).
+
+    Raises:
+        RuntimeError: an interception is already active (they do not nest).
+
+    :class:`~crashpoint.faultfs.SimulatedCrash` raised by ``fs`` propagates out of
+    the target unchanged. Modules of the harness (``crashpoint``, pytest,
+    hypothesis, rich ...) keep the real ``os``; import what the harness needs
+    before entering, since a module first imported inside the block sees the fakes.
+    """
+    global _PATCHER
+    if _ACTIVE:
+        raise RuntimeError("crashpoint interception does not nest")
+    icpt = Interception(fs, root=root, seed=seed)
+    if _PATCHER is None:
+        _PATCHER = _patcher_class()
+    patcher_cls: Any = _PATCHER
+    patcher_cls.fakes = {
+        "os": icpt.os,
+        "io": icpt.io,
+        "time": icpt.time,
+        "fcntl": _FakeFcntl(icpt, _fcntl),
+        "mmap": _FakeMmap(icpt, _mmap),
+        "sqlite3": _FakeSqlite3(icpt, _sqlite3),
+        "subprocess": _FakeSubprocess(icpt, _subprocess),
+    }
+    skip = [_SkipName(name) for name in HARNESS_PACKAGES]
+    saved_random = random.getstate()
+    saved_tempdir = tempfile.tempdir
+    saved_names = tempfile._name_sequence  # type: ignore[attr-defined]
+    import shutil
+
+    saved_shutil = (shutil._use_fd_functions, shutil._USE_CP_SENDFILE)  # type: ignore[attr-defined]
+    saved_hook = sys.unraisablehook
+    patcher = patcher_cls(
+        additional_skip_names=skip, use_known_patches=False, use_cache=True, use_dynamic_patch=True
+    )
+    _ACTIVE.append(icpt)
+
+    def hook(unraisable: Any) -> None:
+        # A file object collected after the simulated machine stopped cannot flush.
+        from ._recording import SimulatedCrash
+
+        if not isinstance(unraisable.exc_value, SimulatedCrash):
+            saved_hook(unraisable)
+
+    try:
+        random.seed(seed)
+        tempfile.tempdir = "/tmp"
+        shutil._use_fd_functions = False  # type: ignore[attr-defined]
+        sys.unraisablehook = hook
+        tempfile._name_sequence = icpt._names  # type: ignore[attr-defined]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            patcher.setUp()
+        try:
+            yield icpt
+        finally:
+            patcher.tearDown()
+    finally:
+        _ACTIVE.pop()
+        random.setstate(saved_random)
+        tempfile.tempdir = saved_tempdir
+        tempfile._name_sequence = saved_names  # type: ignore[attr-defined]
+        shutil._use_fd_functions, shutil._USE_CP_SENDFILE = saved_shutil  # type: ignore[attr-defined]
+        sys.unraisablehook = saved_hook
+        icpt.table = DescriptorTable(icpt.fs)
