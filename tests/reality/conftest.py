@@ -24,6 +24,7 @@ def pytest_configure(config: pytest.Config) -> None:
         where = tempfile.mkdtemp(prefix="crashpoint-reality-figures-")
         os.environ[_FIGURES] = where
         config.stash[_key] = where
+        os.environ["CRASHPOINT_REALITY_PREFIX"] = f"crashpoint-reality-{os.getpid()}-"
 
 
 _key = pytest.StashKey[str]()
@@ -45,7 +46,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     for e in sorted(entries, key=lambda e: e["name"]):
         tr.write_line(
             f"{e['name']}: {e['runs']} {e['kind']}, {e['distinct']} distinct real states, "
-            f"{e['inside']} inside, {len(e['outside'])} outside, "
+            f"{e['inside']} inside ({e['by_rule']} in the bound's cut, matched by the rule), "
+            f"{len(e['outside'])} outside, "
             f"{len(e['disagreements'])} disagreements ({e['seconds']} s)"
         )
         t = totals.setdefault(

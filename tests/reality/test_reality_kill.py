@@ -32,6 +32,7 @@ from reality_helpers import (
     Tally,
     child_marks,
     child_ops,
+    partial_write_rule,
 )
 
 pytestmark = [pytest.mark.reality]
@@ -123,7 +124,8 @@ def test_kills_aimed_into_large_writes(driver: Any, tmp_path: Path, target: str)
             observed = read_tree(str(root))
             before, after = expected.points[op.index], expected.points[op.index + 1]
             allowed = (*before.states, *after.states)
-            tally.judge(what, observed, allowed, cut=before.cut + after.cut)
+            rule = partial_write_rule(before.states[0], op)
+            tally.judge(what, observed, allowed, cut=before.cut + after.cut, rule=rule)
             done = sum(1 for line in lines if line.startswith("op "))
             tally.agree(what, child_ops(lines), expected.ops[:done], "operations")
             content = observed.file(op.path)
@@ -132,3 +134,30 @@ def test_kills_aimed_into_large_writes(driver: Any, tmp_path: Path, target: str)
             shutil.rmtree(root)
     print(f"{tally.name}: {torn} of {tally.runs} kills landed inside the write")
     tally.check()
+
+
+def test_a_wrong_model_is_caught(driver: Any, tmp_path: Path) -> None:
+    """The comparison can fail: real states judged against the *next* crash point's
+    states, and acknowledgements against the next point's marks, are flagged wherever
+    the two points differ (a deliberately wrong model)."""
+    scenario, target = "three-saves", "reference"
+    expected = Expected.of(scenario, target, PROCESS_CRASH)
+    right = Tally("a wrong model: the right crash point", "kills")
+    wrong = Tally("a wrong model: the next crash point", "kills")
+    differ = marks_differ = 0
+    for n in range(expected.n):
+        root = tmp_path / f"wrong-{n}"
+        job = {"workload": scenario, "target": target, "root": str(root), "kill_at": n}
+        lines = driver.run({**job, "report": str(tmp_path / "report")})
+        observed = read_tree(str(root))
+        here, there = expected.points[n], expected.points[n + 1]
+        right.judge(f"point {n}", observed, here.states)
+        wrong.judge(f"point {n} judged as {n + 1}", observed, there.states)
+        differ += set(here.states) != set(there.states)
+        now, later = expected.recording.marks_before(n), expected.recording.marks_before(n + 1)
+        wrong.agree(f"point {n}", child_marks(lines), later, "acknowledgements")
+        marks_differ += now != later
+        shutil.rmtree(root)
+    assert not right.outside
+    assert differ > 0 and len(wrong.outside) == differ
+    assert marks_differ > 0 and len(wrong.disagreements) == marks_differ

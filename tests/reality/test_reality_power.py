@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crashpoint.faultfs import POWER_LOSS
+from crashpoint.faultfs import POWER_LOSS, PROCESS_CRASH
 from reality_driver import power_loss_unavailable, read_tree
 from reality_helpers import (
     LONG,
@@ -158,3 +158,22 @@ def test_power_cut_after_operation(
         for n in _points(expected, wanted, f"{scenario}-{target}-{fstype}-{commit}"):
             power_cut(driver, tally, workdir, fstype, scenario, target, n, expected, commit=commit)
     tally.check()
+
+
+def test_a_power_cut_loses_what_was_not_synced(driver: Any, workdir: Path) -> None:
+    """The emulation is not a copy of the live directory: the seed (no fsync) cut at
+    once after its last operation keeps none of its saves, a state ``process-crash``
+    (the page cache survives) does not offer, while ``power-loss`` does."""
+    why = power_loss_unavailable("ext4")
+    if why is not None:
+        pytest.skip(why)
+    scenario, target = "two-quick-saves", "seed"
+    expected = Expected.of(scenario, target, POWER_LOSS)
+    killed = Expected.of(scenario, target, PROCESS_CRASH)
+    n = expected.n
+    power = Tally("a power cut loses unsynced saves: power-loss", "power cuts")
+    power_cut(driver, power, workdir, "ext4", scenario, target, n, expected, commit=False)
+    assert not power.outside, power.outside
+    kill = Tally("a power cut loses unsynced saves: judged by process-crash", "power cuts")
+    power_cut(driver, kill, workdir, "ext4", scenario, target, n, killed, commit=False)
+    assert len(kill.outside) == 1
