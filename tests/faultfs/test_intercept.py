@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import io
@@ -583,3 +584,100 @@ def test_op_rendering_of_an_intercepted_trace_is_the_protocol_one() -> None:
         Op(0, OpKind.CREATE, "/base/s.json.tmp").render(),
         Op(1, OpKind.WRITE, "/base/s.json.tmp", data=b"payload" * 1000).render(),
     ]
+
+
+# --- nothing escapes: an audit hook sees every real file change ------------------------------
+
+_AUDIT: dict[str, list[tuple[str, tuple[Any, ...]]] | None] = {"events": None}
+_CHANGING = (
+    "os.remove",
+    "os.rename",
+    "os.mkdir",
+    "os.rmdir",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.utime",
+    "os.link",
+    "os.symlink",
+    "os.setxattr",
+    "os.removexattr",
+    "os.system",
+    "os.fork",
+    "os.posix_spawn",
+    "os.exec",
+    "subprocess.Popen",
+    "mmap.__new__",
+)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    events = _AUDIT["events"]
+    if events is None:
+        return
+    if event == "open":
+        _path, mode, flags = args
+        writes = any(c in mode for c in "wax+") if isinstance(mode, str) else flags & _WRITE_FLAGS
+        if writes:
+            events.append((event, args))
+    elif event in _CHANGING or (event == "sqlite3.connect" and args[0] != ":memory:"):
+        events.append((event, args))
+
+
+def _audited(code: Callable[[], Any]) -> list[tuple[str, tuple[Any, ...]]]:
+    if not getattr(_audited, "installed", False):
+        sys.addaudithook(_audit)
+        _audited.installed = True  # type: ignore[attr-defined]
+    events: list[tuple[str, tuple[Any, ...]]] = []
+    _AUDIT["events"] = events
+    try:
+        code()
+    finally:
+        _AUDIT["events"] = None
+    return events
+
+
+def _all_kinds_of_target(base: str) -> None:
+    _atomic_save(base)
+    _file_object_program(base)
+    _descriptor_program(base + "/x" if os.path.isdir(base + "/x") else base)
+    outside = f"/tmp/crashpoint-escape-{REAL['os'].getpid()}"
+    for attempt in (
+        lambda: open(outside, "w").close(),
+        lambda: os.makedirs("/data/sessions"),
+        lambda: shutil.copyfile(base + "/p3.txt", outside + ".copy"),
+        lambda: os.link(base + "/p3.txt", base + "/hard"),
+        lambda: subprocess.run(["touch", outside + ".child"]),
+        lambda: os.system("touch " + outside + ".system"),
+        lambda: sqlite3.connect(base + "/db.sqlite").execute("create table t (x)"),
+        lambda: mmap.mmap(os.open(base + "/p3.txt", os.O_RDWR), 4),
+        lambda: pathlib.Path(outside + ".path").write_text("x"),
+        lambda: os.chmod(outside, 0o777),
+    ):
+        with contextlib.suppress(OSError):
+            attempt()
+    with tempfile.TemporaryDirectory() as d:  # the default /tmp: an escape, in the model
+        pathlib.Path(d, "f").write_text("x")
+
+
+def test_nothing_touches_the_real_disk_while_intercepted(tmp_path: pathlib.Path) -> None:
+    # the hook catches a real write: the check can fail
+    assert _audited(lambda: (tmp_path / "real").write_text("x"))
+    fs = RecordingFileSystem(MemoryFileSystem(dirs=(BASE, "/tmp")))
+    holder: list[Any] = []
+
+    def target() -> None:
+        with intercept(fs, root=BASE) as icpt:
+            holder.append(icpt)
+            _all_kinds_of_target(BASE)
+
+    assert _audited(target) == []
+    icpt = holder[0]
+    outside = f"/tmp/crashpoint-escape-{os.getpid()}"
+    assert outside in icpt.escapes and "/data/sessions" in icpt.escapes
+    assert fs.exists(outside)  # the escape went to the model
+    assert not any(os.path.exists(outside + s) for s in ("", ".copy", ".child", ".system", ".path"))
+    assert {"os.link", "subprocess.Popen", "os.system", "sqlite3.connect", "mmap.mmap"} <= set(
+        icpt.unsupported
+    )
