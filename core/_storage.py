@@ -78,7 +78,7 @@ def _unpaired(state: AgentState) -> StateError:
 def _save_failed(session_id: str, what: str, exc: OSError) -> StateError:
     return StateError(
         ErrorCode.STATE_SAVE_FAILED,
-        f"{what} of session {redact(session_id)} failed: {exc.strerror or exc}",
+        f"{what} of session {redact(session_id)} failed: {exc.strerror or type(exc).__name__}",
         retryability=Retryability.CONDITIONAL,
         cause=exc,
     )
@@ -99,6 +99,15 @@ def _load_or_create(
     return state
 
 
+def _role(path: str) -> str:
+    """``main``, ``bak``, ``tmp`` or ``ended``: a session file named without its id
+    (error messages show ids only through :func:`redact`, SPEC §4)."""
+    for suffix, role in ((".bak", "bak"), (".tmp", "tmp"), (".ended", "ended")):
+        if path.endswith(suffix):
+            return role
+    return "main"
+
+
 def _end_effect(state: AgentState) -> AgentState:
     state.is_running = False
     state.pending_run_checkpoint = None
@@ -111,7 +120,8 @@ class FileStateStorage:
     Args:
         fs: the filesystem; the real OS (:class:`~crashpoint.faultfs.OsFileSystem`)
             when None.
-        base_dir: absolute directory holding the session files; created on first save.
+        base_dir: absolute directory holding the session files; created on first
+            save. Required: there is no default directory.
         sync: ``"full"`` (default) fsyncs tmp before its rename and the directory
             after the renames and deletions; ``"none"`` is the seed's exact sequence.
         ended_marker: ``"scoped"`` (default) writes ``sha256:<hex>`` of the condemned
@@ -127,12 +137,17 @@ class FileStateStorage:
 
     def __init__(
         self,
-        fs: FileSystem | None = None,
-        base_dir: str = "/",
+        fs: FileSystem | None,
+        base_dir: str,
         *,
         sync: SyncMode = "full",
         ended_marker: EndedMarker = "scoped",
     ) -> None:
+        if not isinstance(base_dir, str) or not posixpath.isabs(base_dir):
+            raise ValueError(
+                f"base_dir must be an absolute path, not {base_dir!r} "
+                "(for a directory relative to the working directory, pass os.path.abspath(...))"
+            )
         if sync not in ("full", "none"):
             raise ValueError(f"sync must be 'full' or 'none', not {sync!r}")
         if ended_marker not in ("scoped", "legacy"):
@@ -288,18 +303,22 @@ class FileStateStorage:
         return state
 
     def _decode_file(self, path: str, session_id: str) -> tuple[bytes, AgentState]:
+        role = _role(path)
         try:
             data = self.fs.read(path)
         except OSError as exc:
             raise StateError(
-                ErrorCode.STATE_CORRUPT, f"cannot read {posixpath.basename(path)}", cause=exc
+                ErrorCode.STATE_CORRUPT,
+                f"cannot read the {role} file of session {redact(session_id)}: "
+                f"{exc.strerror or type(exc).__name__}",
+                cause=exc,
             ) from exc
         state = decode_bytes(data)
         if state.session_id != session_id:
             raise StateError(
                 ErrorCode.STATE_CORRUPT,
-                f"{posixpath.basename(path)} holds session {redact(state.session_id)}, "
-                f"not {redact(session_id)}",
+                f"the {role} file of session {redact(session_id)} holds session "
+                f"{redact(state.session_id)}",
             )
         return data, state
 
