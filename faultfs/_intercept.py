@@ -1280,16 +1280,11 @@ class _FakeSubprocess(_Reporting):
 
 
 def _import_real(name: str) -> Any:
+    """The real module (imported on first interception: keeps ``import crashpoint`` light)."""
     try:
         return __import__(name)
     except ImportError:  # pragma: no cover - platform without it
         return None
-
-
-_fcntl = _import_real("fcntl")
-_mmap = _import_real("mmap")
-_sqlite3 = _import_real("sqlite3")
-_subprocess = _import_real("subprocess")
 
 
 # =============================================================================
@@ -1389,10 +1384,10 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         "os": icpt.os,
         "io": icpt.io,
         "time": icpt.time,
-        "fcntl": _FakeFcntl(icpt, _fcntl),
-        "mmap": _FakeMmap(icpt, _mmap),
-        "sqlite3": _FakeSqlite3(icpt, _sqlite3),
-        "subprocess": _FakeSubprocess(icpt, _subprocess),
+        "fcntl": _FakeFcntl(icpt, _import_real("fcntl")),
+        "mmap": _FakeMmap(icpt, _import_real("mmap")),
+        "sqlite3": _FakeSqlite3(icpt, _import_real("sqlite3")),
+        "subprocess": _FakeSubprocess(icpt, _import_real("subprocess")),
     }
     skip = [_SkipName(name) for name in HARNESS_PACKAGES]
     saved_random = random.getstate()
