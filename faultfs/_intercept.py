@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import io
 import os
 import posixpath
 import random
 import stat
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -103,6 +105,58 @@ class _SkipName(str):
             return str.startswith(self, prefix, *args)
         inside = prefix == self or prefix.startswith(str(self) + ".")
         return inside and prefix not in TARGET_MODULES
+
+
+_OWN_PREFIXES = ("crashpoint.faultfs._intercept", "crashpoint.faultfs._descriptors", "pyfakefs")
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"]
+_transparent: dict[str, bool] = {}
+_harness: dict[str, bool] = {}
+
+
+def _from_harness() -> bool:
+    """True when the code that made this call is the harness, not the target.
+
+    Walks the stack past the interception's own frames and the standard library's
+    (``shutil``, ``pathlib``, ``tempfile`` ... call the fakes on behalf of whoever
+    called them) to the first other frame, and asks whether its module belongs to
+    :data:`HARNESS_PACKAGES`. So harness code inside an ``intercept()`` block (a
+    report, hypothesis's database) keeps the real disk, while the target — even a
+    library in site-packages called by the harness — is intercepted. (pyfakefs
+    decides the same way for its skipped modules.)"""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        filename = frame.f_code.co_filename
+        skip = _transparent.get(filename)
+        if skip is None:
+            skip = _transparent[filename] = name.startswith(_OWN_PREFIXES) or (
+                filename.startswith("<frozen")
+                or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
+            )
+        if not skip:
+            found = _harness.get(name)
+            if found is None:
+                top = name.partition(".")[0]
+                found = _harness[name] = top in HARNESS_PACKAGES and name not in TARGET_MODULES
+            return found
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def _route(cls: type, names: tuple[str, ...], real: Callable[[Any], Any]) -> None:
+    """Make each named method of fake ``cls`` call the real one when the harness calls."""
+    for name in names:
+        setattr(cls, name, _routed(cls.__dict__[name], name, real))
+
+
+def _routed(method: Callable[..., Any], name: str, real: Callable[[Any], Any]) -> Any:
+    @functools.wraps(method)
+    def routed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _from_harness():
+            return getattr(real(self), name)(*args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    return routed
 
 
 class Interception:
@@ -734,7 +788,7 @@ for _name in (*_REFUSED_OS, *_REFUSED_PROC):
 def _real_fd(icpt: Interception, name: str, call: Callable[..., Any], fd: Any, *args: Any) -> Any:
     """A descriptor the model did not hand out: standard streams pass through; any
     other real descriptor (a file opened before the patch) is refused with EBADF."""
-    if fd in (0, 1, 2):
+    if fd in (0, 1, 2) or _from_harness():
         return call(fd, *args)
     icpt.report(f"{name}(real descriptor)")
     raise os_error(errno.EBADF, str(fd))
@@ -1137,6 +1191,8 @@ class _FakeIo:
         return getattr(io, name)
 
     def open(self, file: Any, *args: Any, **kwargs: Any) -> Any:
+        if not (isinstance(file, int) and file in self._i.table) and _from_harness():
+            return _REAL_OPEN(file, *args, **kwargs)
         return _fake_open(self._i, file, *args, **kwargs)
 
 
@@ -1285,6 +1341,55 @@ def _import_real(name: str) -> Any:
         return __import__(name)
     except ImportError:  # pragma: no cover - platform without it
         return None
+
+
+_route(
+    _FakeOs,
+    tuple(
+        n
+        for n in (
+            "open",
+            "stat",
+            "lstat",
+            "access",
+            "listdir",
+            "scandir",
+            "walk",
+            "mkdir",
+            "makedirs",
+            "rmdir",
+            "removedirs",
+            "unlink",
+            "remove",
+            "rename",
+            "replace",
+            "renames",
+            "truncate",
+            "chmod",
+            "chown",
+            "lchown",
+            "utime",
+            "listxattr",
+            "getxattr",
+            "getcwd",
+            "getcwdb",
+            "chdir",
+            "getpid",
+            "urandom",
+            "sync",
+            "syncfs",
+            "readlink",
+            *_REFUSED_OS,
+            *_REFUSED_PROC,
+        )
+        if n in _FakeOs.__dict__
+    ),
+    lambda _self: os,
+)
+_route(_FakePath, tuple(_FakePath.dir()), lambda _self: posixpath)
+_route(_FakeTime, ("time", "time_ns", "localtime", "gmtime", "ctime", "strftime"), lambda _: time)
+for _cls in (_FakeFcntl, _FakeMmap, _FakeSqlite3, _FakeSubprocess):
+    _route(_cls, tuple(_cls.dir()), lambda self: self._real)
 
 
 # =============================================================================

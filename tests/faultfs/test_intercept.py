@@ -681,3 +681,40 @@ def test_nothing_touches_the_real_disk_while_intercepted(tmp_path: pathlib.Path)
     assert {"os.link", "subprocess.Popen", "os.system", "sqlite3.connect", "mmap.mmap"} <= set(
         icpt.unsupported
     )
+
+
+def test_harness_code_inside_the_block_keeps_the_real_disk(tmp_path: pathlib.Path) -> None:
+    # code whose module is the harness's (a report writer, hypothesis's database) calls
+    # the same patched stdlib as the target, yet reaches the real disk
+    harness_code = (
+        "def write_report(d):\n"
+        "    import os, pathlib, shutil, tempfile\n"
+        "    pathlib.Path(d, 'report.md').write_text('report')\n"
+        "    with open(os.path.join(d, 'report.json'), 'w') as f:\n"
+        "        f.write('{}')\n"
+        "    shutil.copyfile(os.path.join(d, 'report.md'), os.path.join(d, 'copy.md'))\n"
+        "    fd, name = tempfile.mkstemp(dir=d)\n"
+        "    os.close(fd)\n"
+        "    return sorted(os.listdir(d))\n"
+    )
+    namespace: dict[str, Any] = {"__name__": "crashpoint.reports._probe"}
+    exec(compile(harness_code, "<crashpoint.reports._probe>", "exec"), namespace)
+    fs = recording()
+    with intercept(fs, root=BASE) as icpt:
+        _atomic_save(BASE)
+        listed = namespace["write_report"](str(tmp_path))
+        _atomic_save(BASE)
+    assert len(listed) == 4 and {"report.md", "report.json", "copy.md"} <= set(listed)
+    assert (tmp_path / "copy.md").read_text() == "report"
+    assert [o[0] for o in ops(fs)] == ["create", "write", "fsync", "rename", "fsync_dir"] * 2
+    assert icpt.escapes == [] and icpt.unsupported == []
+
+
+def test_skip_names_match_packages_not_prefixes() -> None:
+    from crashpoint.faultfs._intercept import _SkipName
+
+    assert _SkipName("pytest").startswith("pytest")
+    assert _SkipName("crashpoint").startswith("crashpoint.core._storage")
+    assert not _SkipName("crashpoint").startswith("crashpoint.faultfs._os")  # target code
+    assert not _SkipName("pytest").startswith("py")  # a user module called "py..."
+    assert not _SkipName("xdist").startswith("x")
