@@ -86,7 +86,14 @@ HARNESS_PACKAGES = (
     "sortedcontainers",
     "iniconfig",
     "exceptiongroup",
+    # import machinery installed into site-packages: it must find real source files
+    "_virtualenv",
+    "_distutils_hack",
+    "setuptools",
+    "pkg_resources",
 )
+#: Import hooks of editable installs (``__editable___<dist>_finder``) are harness too.
+EDITABLE_PREFIX = "__editable__"
 #: Modules of the harness that *are* target code: the OS backend runs the user's storage.
 TARGET_MODULES = ("crashpoint.faultfs._os",)
 
@@ -107,7 +114,7 @@ class _SkipName(str):
         return inside and prefix not in TARGET_MODULES
 
 
-_OWN_PREFIXES = ("crashpoint.faultfs._intercept", "crashpoint.faultfs._descriptors", "pyfakefs")
+_OWN = frozenset({"crashpoint.faultfs._intercept", "crashpoint.faultfs._descriptors"})
 _STDLIB_DIR = sysconfig.get_paths()["stdlib"]
 _transparent: dict[str, bool] = {}
 _harness: dict[str, bool] = {}
@@ -129,18 +136,27 @@ def _from_harness() -> bool:
         filename = frame.f_code.co_filename
         skip = _transparent.get(filename)
         if skip is None:
-            skip = _transparent[filename] = name.startswith(_OWN_PREFIXES) or (
-                filename.startswith("<frozen")
-                or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
+            skip = _transparent[filename] = (
+                name in _OWN
+                or name.startswith("pyfakefs.")
+                or (
+                    filename.startswith("<frozen")
+                    or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
+                )
             )
         if not skip:
             found = _harness.get(name)
             if found is None:
-                top = name.partition(".")[0]
-                found = _harness[name] = top in HARNESS_PACKAGES and name not in TARGET_MODULES
+                found = _harness[name] = _is_harness_module(name)
             return found
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+def _is_harness_module(name: str) -> bool:
+    top = name.partition(".")[0]
+    harness = top in HARNESS_PACKAGES or top.startswith(EDITABLE_PREFIX)
+    return harness and name not in TARGET_MODULES
 
 
 def _route(cls: type, names: tuple[str, ...], real: Callable[[Any], Any]) -> None:
@@ -311,6 +327,7 @@ def _stat_result(mode: int, ino: int, size: int, atime_ns: int, mtime_ns: int) -
     )
 
 
+_O_TMPFILE = getattr(os, "O_TMPFILE", 1 << 40)
 _UID = os.getuid() if hasattr(os, "getuid") else 0
 _GID = os.getgid() if hasattr(os, "getgid") else 0
 
@@ -387,6 +404,10 @@ class _FakeOs:
             p = i.resolve(path, dir_fd)
             if flags & (os.O_CREAT | os.O_TRUNC) or flags & os.O_ACCMODE != os.O_RDONLY:
                 i.confine(p)
+            if flags & _O_TMPFILE == _O_TMPFILE:
+                # an unnamed file: the model is a filesystem without O_TMPFILE, as some
+                # are; callers (tempfile.TemporaryFile) fall back to a named file
+                raise os_error(errno.EOPNOTSUPP, p)
             existed = flags & os.O_CREAT and i.fs.exists(p)
             fd = i.table.open(p, flags)
             if flags & os.O_CREAT and not existed:
@@ -1494,7 +1515,8 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         "sqlite3": _FakeSqlite3(icpt, _import_real("sqlite3")),
         "subprocess": _FakeSubprocess(icpt, _import_real("subprocess")),
     }
-    skip = [_SkipName(name) for name in HARNESS_PACKAGES]
+    editable = [n for n in list(sys.modules) if n.startswith(EDITABLE_PREFIX)]
+    skip = [_SkipName(name) for name in (*HARNESS_PACKAGES, *editable)]
     saved_random = random.getstate()
     saved_tempdir = tempfile.tempdir
     saved_names = tempfile._name_sequence  # type: ignore[attr-defined]
@@ -1526,6 +1548,14 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         try:
             yield icpt
         finally:
+            dynamic = getattr(patcher, "_dyn_patcher", None)
+            if dynamic is not None:
+                # pyfakefs forgets modules first imported during the patch (so they are
+                # patched afresh next time); the harness's own must stay (one copy of
+                # each class). Their fake `os` routes the harness's calls to the real one.
+                dynamic._loaded_module_names = {
+                    n for n in dynamic._loaded_module_names if not _is_harness_module(n)
+                }
             patcher.tearDown()
     finally:
         _ACTIVE.pop()

@@ -718,3 +718,69 @@ def test_skip_names_match_packages_not_prefixes() -> None:
     assert not _SkipName("crashpoint").startswith("crashpoint.faultfs._os")  # target code
     assert not _SkipName("pytest").startswith("py")  # a user module called "py..."
     assert not _SkipName("xdist").startswith("x")
+
+
+def test_faults_reach_the_target_as_oserrors_and_reruns_repeat_the_trace() -> None:
+    from crashpoint.faultfs import Fault, FaultKind
+
+    full, _ = run(_atomic_save)
+    for at, kind in [(1, FaultKind.ERROR), (1, FaultKind.SHORT_WRITE), (2, FaultKind.ERROR)]:
+        traces = []
+        for _ in range(2):
+            fs = RecordingFileSystem(
+                MemoryFileSystem(dirs=(BASE,)), fault=Fault(at, errno.ENOSPC, kind)
+            )
+            with intercept(fs, root=BASE), pytest.raises(OSError) as exc:
+                _atomic_save(BASE)
+            assert exc.value.errno == errno.ENOSPC
+            assert fs.trace.ops[at].errno == errno.ENOSPC
+            traces.append(ops(fs))
+        assert traces[0] == traces[1]
+        assert [o[:2] for o in traces[0][:at]] == [o[:2] for o in ops(full)[:at]]
+
+
+def test_unnamed_temporary_files_fall_back_to_a_named_one() -> None:
+    def code(base: str) -> bytes:
+        with tempfile.TemporaryFile(dir=base) as t:
+            t.write(b"scratch")
+            t.seek(0)
+            return t.read()
+
+    fs = recording()
+    with intercept(fs, root=BASE) as icpt:
+        assert code(BASE) == b"scratch"
+    assert [o[0] for o in ops(fs)] == ["create", "unlink"]  # mkstemp, unlinked at once
+    assert fs.listdir(BASE) == []
+    assert icpt.unsupported == []
+
+
+def test_a_harness_module_first_imported_inside_the_block_stays_imported() -> None:
+    name = "crashpoint.scenarios._probe_imported_inside"
+    sys.modules.pop(name, None)
+    import importlib.abc
+    import importlib.util
+
+    class Loader(importlib.abc.Loader):
+        def create_module(self, spec: Any) -> None:
+            return None
+
+        def exec_module(self, module: Any) -> None:
+            exec("import os\ndef cwd():\n    return os.getcwd()\n", module.__dict__)
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname == name:
+                return importlib.util.spec_from_loader(name, Loader())
+            return None
+
+    finder = Finder()
+    sys.meta_path.append(finder)
+    try:
+        with intercept(recording(), root=BASE):
+            module = importlib.import_module(name)
+            assert module.cwd() == REAL["os"].getcwd()  # harness: the real working directory
+        assert sys.modules[name] is module
+        assert module.cwd() == REAL["os"].getcwd()
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop(name, None)
