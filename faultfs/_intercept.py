@@ -45,6 +45,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -159,17 +160,22 @@ def _is_harness_module(name: str) -> bool:
     return harness and name not in TARGET_MODULES
 
 
-def _route(cls: type, names: tuple[str, ...], real: Callable[[Any], Any]) -> None:
-    """Make each named method of fake ``cls`` call the real one when the harness calls."""
+def _route(cls: type, names: tuple[str, ...], real: Callable[[Any], Any] | Any) -> None:
+    """Make each named method of fake ``cls`` call the real one when the harness calls.
+
+    ``real`` is the real module (its functions are looked up now, before any patch), or
+    a function of the fake instance returning it."""
     for name in names:
-        setattr(cls, name, _routed(cls.__dict__[name], name, real))
+        found = getattr(real, name, None) if isinstance(real, types.ModuleType) else None
+        setattr(cls, name, _routed(cls.__dict__[name], name, real, found))
 
 
-def _routed(method: Callable[..., Any], name: str, real: Callable[[Any], Any]) -> Any:
+def _routed(method: Callable[..., Any], name: str, real: Any, found: Any) -> Any:
     @functools.wraps(method)
     def routed(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _from_harness():
-            return getattr(real(self), name)(*args, **kwargs)
+            call = found if found is not None else getattr(real(self), name)
+            return call(*args, **kwargs)
         return method(self, *args, **kwargs)
 
     return routed
@@ -1405,10 +1411,10 @@ _route(
         )
         if n in _FakeOs.__dict__
     ),
-    lambda _self: os,
+    os,
 )
-_route(_FakePath, tuple(_FakePath.dir()), lambda _self: posixpath)
-_route(_FakeTime, ("time", "time_ns", "localtime", "gmtime", "ctime", "strftime"), lambda _: time)
+_route(_FakePath, tuple(_FakePath.dir()), posixpath)
+_route(_FakeTime, ("time", "time_ns", "localtime", "gmtime", "ctime", "strftime"), time)
 for _cls in (_FakeFcntl, _FakeMmap, _FakeSqlite3, _FakeSubprocess):
     _route(_cls, tuple(_cls.dir()), lambda self: self._real)
 
@@ -1506,14 +1512,18 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
     if _PATCHER is None:
         _PATCHER = _patcher_class()
     patcher_cls: Any = _PATCHER
+    reals = {name: _import_real(name) for name in ("fcntl", "mmap", "sqlite3", "subprocess")}
+    # the real modules a fake stands for are never patched themselves (pyfakefs skips
+    # os, io, posixpath ...; a patched time.time would also be the harness's clock)
+    patcher_cls.SKIPMODULES = patcher_cls.SKIPMODULES | {time, *filter(None, reals.values())}
     patcher_cls.fakes = {
         "os": icpt.os,
         "io": icpt.io,
         "time": icpt.time,
-        "fcntl": _FakeFcntl(icpt, _import_real("fcntl")),
-        "mmap": _FakeMmap(icpt, _import_real("mmap")),
-        "sqlite3": _FakeSqlite3(icpt, _import_real("sqlite3")),
-        "subprocess": _FakeSubprocess(icpt, _import_real("subprocess")),
+        "fcntl": _FakeFcntl(icpt, reals["fcntl"]),
+        "mmap": _FakeMmap(icpt, reals["mmap"]),
+        "sqlite3": _FakeSqlite3(icpt, reals["sqlite3"]),
+        "subprocess": _FakeSubprocess(icpt, reals["subprocess"]),
     }
     editable = [n for n in list(sys.modules) if n.startswith(EDITABLE_PREFIX)]
     skip = [_SkipName(name) for name in (*HARNESS_PACKAGES, *editable)]

@@ -784,3 +784,15 @@ def test_a_harness_module_first_imported_inside_the_block_stays_imported() -> No
     finally:
         sys.meta_path.remove(finder)
         sys.modules.pop(name, None)
+
+
+def test_the_real_modules_stay_real_and_harness_imports_inside_the_block_work() -> None:
+    real_time = time.time
+    namespace: dict[str, Any] = {"__name__": "hypothesis._probe_clock"}
+    with intercept(recording(), root=BASE, seed=3):
+        assert sys.modules["time"].time() < 2_000_000_000  # the target's seeded clock
+        exec("import time, subprocess\nnow = time.time()\nrun = subprocess.run", namespace)
+        assert abs(namespace["now"] - real_time()) < 60  # the harness's clock is real
+        assert REAL["os"].stat is REAL["os"].__dict__["stat"]
+    assert time.time is real_time
+    assert namespace["run"].__name__ == "run"
