@@ -4,6 +4,7 @@ Shape (keys are a contract; acceptance checks read them)::
 
     {
       "tool": "crashpoint", "version": "0.1.0",
+      "format": 2,                         # this shape's version (2: severity order, "where")
       "model": "process-crash",            # as asked: a model name or "all"
       "target": "reference",
       "scenarios": [
@@ -12,13 +13,16 @@ Shape (keys are a contract; acceptance checks read them)::
          "violation_count", "violations_listed", "killed_by",
          "violations": [                   # minimal first; at most MAX_LISTED
            {"invariant", "title", "severity", "why", "fault", "session_id",
-            "crash_point": {"index", "operation", "last_done"},
+            "crash_point": {"index", "operation", "last_done", "where"},
             "crash_state": {file: rendering}, "state_digest",
             "expected", "load_returned", "replay"}]}],
       "totals": {"scenarios", "crash_points", "raw_states", "distinct_states",
                  "cut", "violations"},
-      "counterexample": <the minimal violation overall, or null>
+      "counterexample": <the most severe, then minimal, violation overall, or null>
     }
+
+Violations are listed most severe first (SPEC.md §8 classes: security, data-loss,
+invalid-history, semantics, warning), then by crash point.
 """
 
 from __future__ import annotations
@@ -29,18 +33,39 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..scenarios import FAULT_COLUMN, ExplorationResult, Invariant, Violation, ZooRow
+from ..scenarios._engine import InvariantInfo, invariant_info
 from ..scenarios._explore import violation_order
 
-__all__ = ["MAX_LISTED", "build_report", "violation_dict", "write_json", "write_text", "zoo_dict"]
+__all__ = [
+    "FORMAT",
+    "MAX_LISTED",
+    "build_report",
+    "violation_dict",
+    "write_json",
+    "write_text",
+    "zoo_dict",
+]
+
+FORMAT = 2
+"""The report's ``format`` key: the version of this document's shape (1: the unversioned
+first shape; 2: violations ordered by severity class, ``crash_point.where``)."""
 
 MAX_LISTED = 25
 """Violations listed per scenario entry (at least one per invariant found, so this can be
 exceeded by the number of invariants); ``violation_count`` keeps the exact number."""
 
 
+def _info(invariant_id: str) -> Invariant | InvariantInfo:
+    """An agent-state invariant, or one a target kind registered (A1 ...)."""
+    try:
+        return Invariant(invariant_id)
+    except ValueError:
+        return invariant_info(invariant_id)
+
+
 def violation_dict(v: Violation) -> dict[str, Any]:
     """One violation as a JSON object."""
-    inv = Invariant(v.invariant)
+    inv = _info(v.invariant)
     return {
         "invariant": v.invariant,
         "title": inv.label,
@@ -49,11 +74,12 @@ def violation_dict(v: Violation) -> dict[str, Any]:
         "model": v.model,
         "session_id": v.session_id,
         "fault": v.fault or None,
-        "why": Invariant(v.invariant).meaning,
+        "why": inv.meaning,
         "crash_point": {
             "index": v.crash_point,
             "operation": v.operation,
             "last_done": v.last_done,
+            "where": v.where(),
         },
         "crash_state": dict(v.crash_state),
         "state_digest": v.state_digest,
@@ -94,8 +120,23 @@ def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
         "violation_count": len(r.violations),
         "violations_listed": len(listed := _listed(r.violations)),
         "killed_by": r.killed_by(),
-        "violations": [violation_dict(v) for v in listed],
+        "violations": [_with_broken(violation_dict(v), v, r.violations) for v in listed],
     }
+
+
+def _with_broken(
+    entry: dict[str, Any], v: Violation, violations: Sequence[Violation]
+) -> dict[str, Any]:
+    """Add ``broken``: every invariant the violation's crash state breaks (SPEC.md §10)."""
+    same = (v.crash_point, v.state_digest, v.fault)
+    entry["broken"] = list(
+        dict.fromkeys(
+            w.invariant
+            for w in violations
+            if (w.crash_point, w.state_digest, w.fault) == same
+        )
+    )
+    return entry
 
 
 def build_report(
@@ -111,12 +152,13 @@ def build_report(
     scenarios = [_scenario_dict(r) for r in results]
     minimal = min(
         (v for r in results for v in r.violations[:1]),
-        key=lambda v: (v.crash_point, len(v.crash_state)),
+        key=lambda v: (*violation_order(v)[:2], len(v.crash_state)),  # severity, crash point
         default=None,
     )
     report: dict[str, Any] = {
         "tool": "crashpoint",
         "version": __version__,
+        "format": FORMAT,
         "model": model,
         "target": target,
         "scenarios": scenarios,

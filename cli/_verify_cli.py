@@ -1,0 +1,264 @@
+"""``crashpoint verify TARGET``: judge a user's own storage (issue 8, SPEC.md §10).
+
+TARGET is ``package.module:factory`` or ``path/to/file.py:factory``. Exit codes as
+``explore``: 0 clean; 1 a violation, or an incomplete verdict (a call the model
+cannot represent); 2 usage error or bad target (import error, missing attribute,
+wrong signature, a call that raises on a clean run, a save that writes nothing, a
+call that hangs past ``--timeout``). Errors are one line on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from rich.console import Console
+
+__all__ = ["add_verify_parser", "run_verify"]
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+
+class VerifyUsageError(Exception):
+    """Bad input or a bad target: one line, exit 2."""
+
+
+def _int(what: str, low: int) -> Any:
+    def parse(text: str) -> int:
+        text = text.strip()
+        if not (text.isascii() and text.lstrip("-").isdigit()):
+            raise argparse.ArgumentTypeError(f"{what} must be an integer, not {text!r}")
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{what} must be >= {low}, not {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout must be seconds, not {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"--timeout must be > 0 seconds, not {text!r}")
+    return value
+
+
+def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``verify`` subcommand to the subparsers ``sub``."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "verify",
+        help="verify your own storage code (unmodified: its file calls are intercepted)",
+        description="Run the target's workloads once, derive every crash state under the "
+        "persistence model(s), reboot each (a fresh disk holding exactly that state, a fresh "
+        "target), load and judge it. TARGET is package.module:factory or "
+        "path/to/file.py:factory; factory(base_dir) runs intercepted, factory(fs, base_dir) "
+        "on the filesystem protocol. Exit codes: 0 clean, 1 violation or incomplete verdict, "
+        "2 usage error or bad target.",
+    )
+    p.add_argument("target", metavar="TARGET", help="package.module:factory or file.py:factory")
+    p.add_argument(
+        "--kind",
+        default="document",
+        choices=("document", "state-storage"),
+        help="document: save(value)/load() (default); state-storage: the six methods of SPEC.md §6",
+    )
+    p.add_argument(
+        "--model",
+        default="process-crash",
+        metavar="NAME[,NAME...]|all",
+        help="persistence model(s): process-crash (default), power-loss, "
+        "power-loss-reorder, a comma-separated list, or all",
+    )
+    p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
+    p.add_argument(
+        "--values",
+        metavar="NAME",
+        help="value strategy for document saves: json (default) or flat-strings",
+    )
+    p.add_argument(
+        "--workload",
+        action="append",
+        metavar="NAME",
+        help="only this workload (repeatable): first-save, resize, save-after-failure, random "
+        "(document); a catalogue scenario (state-storage)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("reference",),
+        help="state-storage: the target uses the reference's file layout (runs the "
+        "scenarios and state-machine steps that depend on it)",
+    )
+    p.add_argument(
+        "--out",
+        default="crashpoint-report",
+        metavar="DIR",
+        help="directory for report.json and report.md (default ./crashpoint-report)",
+    )
+    p.add_argument("--jobs", type=_int("--jobs", 1), metavar="N", help="worker processes")
+    p.add_argument(
+        "--timeout", type=_seconds, metavar="S", help="seconds one call of the target may take"
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="REPORT",
+        help="an earlier report.json: fail only on findings not in it",
+    )
+    p.add_argument(
+        "--crash-point", type=_int("--crash-point", 0), metavar="K", help="only crash point K"
+    )
+    p.add_argument("--fault", metavar="K:NAME", help="only this fault (replay), e.g. 3:ENOSPC")
+    p.add_argument("--seed", type=_int("--seed", 0), default=0, metavar="N", help="seed (0)")
+    p.add_argument(
+        "--examples",
+        type=_int("--examples", 1),
+        default=20,
+        metavar="N",
+        help="hypothesis examples for the random workload (20)",
+    )
+    return p
+
+
+def _prepare_out(path: str) -> str:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise VerifyUsageError(f"--out {path!r} exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise VerifyUsageError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise VerifyUsageError(f"cannot write to --out directory {path!r}: permission denied")
+    return path
+
+
+def _baseline(path: str) -> set[tuple[str, str, str]]:
+    """Known findings of an earlier report: (workload, model, invariant)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        return {
+            (str(s["name"]).split(":", 1)[0], str(s["model"]), str(inv))
+            for s in report["scenarios"]
+            for inv in s.get("killed_by", [])
+        }
+    except OSError as exc:
+        raise VerifyUsageError(f"--baseline {path!r}: {exc.strerror or exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise VerifyUsageError(f"--baseline {path!r} is not a crashpoint report ({exc})") from None
+
+
+def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """Run ``crashpoint verify``; returns the exit code (usage errors: one line, 2)."""
+    try:
+        return _run(args, console)
+    except VerifyUsageError as exc:
+        err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False)
+        err.print("see `crashpoint verify --help`", markup=False)
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    from .scenarios._usertarget import BadTarget, TargetTimeout, load_factory
+    from .scenarios._verify import build_verify_report, resolve_models, verify
+
+    if args.fault is not None and args.faults:
+        raise VerifyUsageError("--fault replays one fault; --faults runs them all: give one")
+    try:
+        models = resolve_models(args.model)
+    except KeyError as exc:
+        raise VerifyUsageError(str(exc.args[0])) from None
+    fault = None
+    if args.fault is not None:
+        from .scenarios import parse_fault
+
+        try:
+            fault = parse_fault(args.fault)
+        except ValueError as exc:
+            raise VerifyUsageError(str(exc)) from None
+    if args.values is not None and args.kind != "document":
+        raise VerifyUsageError("--values applies to --kind document only")
+    if args.format is not None and args.kind != "state-storage":
+        raise VerifyUsageError("--format applies to --kind state-storage only")
+    known = _baseline(args.baseline) if args.baseline else None
+    out = _prepare_out(args.out)
+    try:
+        factory = load_factory(args.target)
+        result = verify(
+            factory,
+            kind=args.kind,
+            model=models,
+            faults=args.faults,
+            values=args.values,
+            workloads=args.workload,
+            seed=args.seed,
+            examples=args.examples,
+            crash_point=args.crash_point,
+            fault=fault,
+            timeout=args.timeout,
+            target=args.target,
+            reference_format=args.format == "reference",
+            jobs=args.jobs or 1,
+        )
+    except BadTarget as exc:
+        raise VerifyUsageError(str(exc)) from None
+    except TargetTimeout as exc:
+        raise VerifyUsageError(f"target {args.target!r}: {exc}") from None
+    except KeyError as exc:
+        raise VerifyUsageError(str(exc.args[0])) from None
+    report = build_verify_report(result, model=args.model)
+    new: list[str] = []
+    if known is not None:
+        new = sorted(
+            {
+                f"{c.workload.split(':', 1)[0]} {c.model} {c.invariant}"
+                for c in result.counterexamples
+                if (c.workload.split(":", 1)[0], c.model, c.invariant) not in known
+            }
+        )
+        report["baseline"] = {"report": args.baseline, "known": len(known), "new": new}
+    from .reports import print_summary, write_json, write_markdown
+
+    paths = os.path.join(out, "report.json"), os.path.join(out, "report.md")
+    try:
+        write_json(report, paths[0])
+        write_markdown(report, paths[1])
+    except OSError as exc:
+        raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
+    print_summary(report, console)
+    if args.crash_point is not None:
+        for c in result.counterexamples:
+            console.print(c.render(), markup=False)
+    if result.incomplete:
+        console.print(
+            "verdict incomplete: calls the model cannot represent: "
+            + ", ".join(result.unsupported),
+            markup=False,
+        )
+    if result.warnings or result.leftovers:
+        console.print(
+            f"warnings: {len(result.warnings)} (A5); crash states with leftover files: "
+            f"{result.leftovers}",
+            markup=False,
+        )
+    for original, smaller in result.shrunk.items():
+        console.print(f"shrunk: {original} -> {smaller}", markup=False)
+    if known is not None:
+        console.print(
+            f"baseline {args.baseline}: {len(new)} new finding(s)"
+            + (f": {'; '.join(new)}" if new else ""),
+            markup=False,
+        )
+    console.print(f"reports: {paths[0]}, {paths[1]}", markup=False)
+    for check in result.failed_checks:
+        console.print(
+            f"conformance {check['id']} failed: {check['check']}: {check['why']}", markup=False
+        )
+    if result.incomplete or result.failed_checks:
+        return EXIT_VIOLATION
+    if known is not None:
+        return EXIT_VIOLATION if new else EXIT_OK
+    return EXIT_VIOLATION if result.counterexamples else EXIT_OK

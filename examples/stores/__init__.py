@@ -1,0 +1,1 @@
+"""Small, plain-standard-library stores that ``crashpoint verify`` judges (issue 8)."""

@@ -1,0 +1,86 @@
+"""A JSON document store written the ordinary way: ``open``, ``os.fsync``, ``os.replace``.
+
+Three variants of one store, for ``crashpoint verify --kind document``:
+
+* :class:`JsonStore` writes a temporary file, flushes and fsyncs it, renames it over
+  the document with ``os.replace`` and fsyncs the directory: it passes every
+  persistence model, with faults;
+* :class:`NoFsyncJsonStore` is the same without the two fsyncs: after a power loss
+  the renamed document can be empty (A2, ``power-loss``);
+* :class:`InPlaceJsonStore` overwrites the document in place: a crash in the middle
+  leaves a torn document (A1, ``process-crash``).
+
+Usage::
+
+    crashpoint verify examples/stores/jsonstore.py:JsonStore --model all --faults
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+__all__ = ["InPlaceJsonStore", "JsonStore", "NoFsyncJsonStore"]
+
+
+class JsonStore:
+    """One JSON document in ``base_dir/doc.json``, replaced atomically and durably."""
+
+    name = "doc.json"
+
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, self.name)
+
+    def load(self) -> Any:
+        """The saved value, or None before the first save."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def save(self, value: Any) -> None:
+        """Write ``value`` to a temporary file, make it durable, rename it over the
+        document and make the rename durable."""
+        tmp = self.path + ".tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(value, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        fd = os.open(self.base_dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class NoFsyncJsonStore(JsonStore):
+    """:class:`JsonStore` without its fsyncs: atomic under a process crash, not durable
+    under a power loss (the rename can reach the disk before the data)."""
+
+    def save(self, value: Any) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+        os.replace(tmp, self.path)
+
+
+class InPlaceJsonStore(JsonStore):
+    """:class:`JsonStore` writing the document in place: a crash between the
+    truncation and the last ``write(2)`` leaves a torn document."""
+
+    def save(self, value: Any) -> None:
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+            f.flush()
+            os.fsync(f.fileno())

@@ -1,0 +1,626 @@
+"""The document kind: any code that saves and loads one value (SPEC.md §10).
+
+A document target is ``factory(base_dir)`` (unmodified code, run intercepted) or
+``factory(fs, base_dir)`` (written against the filesystem protocol) returning an
+object with ``save(value)`` and ``load() -> value``. Its workloads are series of
+saves; every crash state is rebooted (a fresh filesystem holding exactly that
+state, a fresh target) and loaded once, and the load is judged against A1–A5 and
+S1 using only what the recorded run says was saved and acknowledged.
+
+Workloads (``--workload``): ``first-save`` (one save into the empty directory),
+``resize`` (saves whose encoded size shrinks and grows across 4096-byte
+boundaries), ``save-after-failure`` (a save fails with ENOSPC at its first write,
+then the next one must work), ``random`` (saves of values drawn from the value
+strategy by hypothesis; a failing list shrinks to the fewest saves that still
+fail). ``resize:1,3`` is ``resize`` keeping only saves 1 and 3 (a shrunk workload).
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import posixpath
+import random
+import reprlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..faultfs import (
+    CrashState,
+    Fault,
+    MemoryFileSystem,
+    OpKind,
+    PersistenceModel,
+    RecordingFileSystem,
+)
+from ._engine import Finding, InvariantInfo, Run, Step, fault_spec, register_invariants
+from ._usertarget import Runner, TargetTimeout
+
+__all__ = [
+    "DOCUMENT_INVARIANTS",
+    "DOC_BASE",
+    "DOC_WORKLOADS",
+    "VALUE_STRATEGIES",
+    "DocWorkload",
+    "DocumentKind",
+    "value_strategy",
+]
+
+DOC_BASE = "/data/store"
+"""The base directory a document target is given (it exists, empty, before the run)."""
+
+_ROOTS = ("/data/store", "/tmp")
+
+DOCUMENT_INVARIANTS = (
+    InvariantInfo(
+        "A1",
+        "atomic",
+        "data-loss",
+        "load returns a saved value or the initial value: never a mix, never a value "
+        "nobody saved, never an exception on a state the target's own writes produced",
+    ),
+    InvariantInfo(
+        "A2",
+        "durable",
+        "data-loss",
+        "the loaded value is not older than the last acknowledged save (nor the initial "
+        "value once a save was acknowledged)",
+    ),
+    InvariantInfo(
+        "A3",
+        "no-silent-reset",
+        "data-loss",
+        "load returns the initial value only when no complete saved value is on disk in "
+        "the target's files, and never writes over files it could not read",
+    ),
+    InvariantInfo(
+        "A4",
+        "clean-failure",
+        "data-loss",
+        "after a save that raised, load returns the last acknowledged value or the failed "
+        "save's own value, and later saves and loads work",
+    ),
+    InvariantInfo(
+        "A5",
+        "no-stray-read",
+        "warning",
+        "a leftover file (one a crash-free run does not leave) is never read as data",
+    ),
+)
+register_invariants(DOCUMENT_INVARIANTS)
+register_invariants(
+    [
+        InvariantInfo(
+            "S1",
+            "confined",
+            "security",
+            "nothing outside the base directory is ever created, written, renamed or deleted",
+        )
+    ]
+)
+
+DOC_WORKLOADS = ("first-save", "resize", "save-after-failure", "random")
+"""The document workloads, in the order verify runs them."""
+
+_RESIZE_BYTES = (120, 5000, 300, 9000, 4000, 4200)
+"""Approximate encoded sizes of ``resize``'s saves: across the 4096-byte boundaries."""
+
+
+# --- values ------------------------------------------------------------------------
+
+
+def _json_strategy() -> Any:
+    from hypothesis import strategies as st
+
+    text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**53), 2**53)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | text
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=6) | st.dictionaries(text, inner, max_size=6),
+        max_leaves=40,
+    )
+
+
+def _flat_strings_strategy() -> Any:
+    from hypothesis import strategies as st
+
+    key = st.from_regex(r"[A-Z][A-Z0-9_]{0,11}", fullmatch=True)
+    value = st.text(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:/@+-", max_size=60
+    )
+    return st.dictionaries(key, value, max_size=12)
+
+
+VALUE_STRATEGIES: dict[str, Callable[[], Any]] = {
+    "json": _json_strategy,
+    "flat-strings": _flat_strings_strategy,
+}
+"""Named value strategies (``--values NAME``): JSON-able data (default), and flat
+string maps for ``.env``/INI-like stores."""
+
+
+def value_strategy(name: str) -> Any:
+    """The hypothesis strategy called ``name``. Raises KeyError naming the known ones."""
+    try:
+        return VALUE_STRATEGIES[name]()
+    except KeyError:
+        raise KeyError(
+            f"unknown value strategy {name!r}; known: {', '.join(VALUE_STRATEGIES)}"
+        ) from None
+
+
+def _sized(values: str, generation: int, nbytes: int) -> Any:
+    """A value of the named strategy, about ``nbytes`` long when encoded."""
+    pad = "".join("abcdefghijklmnopqrstuvwxyz"[(generation + i) % 26] for i in range(nbytes))
+    if values == "flat-strings":
+        return {"GENERATION": str(generation), "PAD": pad}
+    return {"generation": generation, "pad": pad}
+
+
+# --- workloads -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DocWorkload:
+    """A series of saves.
+
+    Attributes:
+        name: as ``--workload`` spells it (``resize``, ``resize:1,3`` ...).
+        values: the values saved, in order.
+        arm_failure: fail the second save at its first write (``save-after-failure``).
+    """
+
+    name: str
+    values: tuple[Any, ...]
+    arm_failure: bool = False
+
+    def keep(self, indices: Sequence[int]) -> DocWorkload:
+        """Only the saves at ``indices`` (a shrunk workload)."""
+        base = self.name.split(":", 1)[0]
+        kept = tuple(self.values[i] for i in indices)
+        prior = _kept_indices(self.name, len(self.values))
+        return DocWorkload(
+            f"{base}:{','.join(str(prior[i]) for i in indices)}", kept, self.arm_failure
+        )
+
+
+def _kept_indices(name: str, n: int) -> list[int]:
+    _, sep, rest = name.partition(":")
+    if not sep:
+        return list(range(n))
+    return [int(x) for x in rest.split(",")]
+
+
+@dataclass(slots=True)
+class _RunData:
+    """Document facts of one recorded run."""
+
+    blobs: dict[bytes, str] = field(default_factory=dict)
+    final_paths: frozenset[str] = frozenset()
+    initial_paths: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class DocObservation:
+    """What loading a rebooted crash state gave.
+
+    Attributes:
+        value: the value load returned (when ``error`` is None).
+        error: what load (or the factory) raised, ``"Type: message"``; None if it returned.
+        reads: paths load read.
+        wrote: whether load changed the disk.
+    """
+
+    value: Any = None
+    error: str | None = None
+    reads: frozenset[str] = frozenset()
+    wrote: bool = False
+
+
+class DocumentKind:
+    """The document kind for one target (see the module docstring).
+
+    Args:
+        runner: builds and calls the target (protocol or intercepted).
+        target: the target's name as replays spell it (``examples/store.py:Store``).
+        values: the value strategy's name (``json``, ``flat-strings``), or ``custom``.
+        strategy: the hypothesis strategy (default: the named one).
+        equal: value equality (default ``==``).
+        seed: the seed of generated workloads and of the interception.
+    """
+
+    name = "document"
+
+    def __init__(
+        self,
+        runner: Runner,
+        target: str,
+        *,
+        values: str = "json",
+        strategy: Any = None,
+        equal: Callable[[Any, Any], bool] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.runner = runner
+        self.target = target
+        self.values = values
+        self.strategy = strategy if strategy is not None else value_strategy(values)
+        self.equal = equal or (lambda a, b: bool(a == b))
+        self.seed = seed
+        self.base = runner.base_dir
+        boot = MemoryFileSystem(dirs=_ROOTS)
+        self.initial_state = boot.crash_state()
+        self.initial: DocObservation | None = None
+        self.leftovers: dict[str, int] = {}
+        self._clean_paths: dict[str, frozenset[str]] = {}
+
+    # --- workloads ------------------------------------------------------------------
+    def workload(self, name: str) -> DocWorkload:
+        """The workload called ``name`` (see the module docstring). Raises KeyError."""
+        base, sep, rest = name.partition(":")
+        if base not in DOC_WORKLOADS:
+            raise KeyError(f"unknown document workload {name!r}; known: {', '.join(DOC_WORKLOADS)}")
+        if base == "first-save":
+            w = DocWorkload(base, (self._value(0, 300),))
+        elif base == "resize":
+            w = DocWorkload(base, tuple(self._value(i, n) for i, n in enumerate(_RESIZE_BYTES)))
+        elif base == "save-after-failure":
+            w = DocWorkload(base, tuple(self._value(i, 200 + 50 * i) for i in range(3)), True)
+        else:
+            raise KeyError("the random workload is drawn by hypothesis: see draw_random")
+        if sep:
+            try:
+                indices = [int(x) for x in rest.split(",")]
+                return DocWorkload(name, tuple(w.values[i] for i in indices), w.arm_failure)
+            except (ValueError, IndexError):
+                raise KeyError(f"bad workload selection {name!r}") from None
+        return w
+
+    def _value(self, generation: int, nbytes: int) -> Any:
+        if self.values in VALUE_STRATEGIES:
+            return _sized(self.values, generation, nbytes)
+        # A strategy of the target's own: distinct values it draws, deterministically.
+        from hypothesis import HealthCheck, find, settings
+        from hypothesis import strategies as st
+
+        drawn = find(
+            st.lists(
+                self.strategy, min_size=generation + 1, max_size=generation + 1, unique_by=repr
+            ),
+            lambda _: True,
+            settings=settings(database=None, suppress_health_check=list(HealthCheck)),
+            random=random.Random(self.seed),
+        )
+        return drawn[generation]
+
+    def workload_name(self, workload: DocWorkload) -> str:
+        return workload.name
+
+    def armed_faults(self, workload: DocWorkload, base: Run) -> list[Fault]:
+        """The fault ``save-after-failure`` arms: ENOSPC at the second save's first
+        write (its first operation if it writes nothing)."""
+        if not workload.arm_failure or len(base.steps) < 2:
+            return []
+        step = next(s for s in base.steps if s.label == "save#1")
+        span = base.ops[step.begin : step.end]
+        op = next((o for o in span if o.kind is OpKind.WRITE), span[0] if span else None)
+        return [] if op is None else [Fault(op.index, errno.ENOSPC)]
+
+    # --- the kind -------------------------------------------------------------------
+    def invariants(self, *, faults: bool) -> tuple[str, ...]:
+        ids = ("S1", "A1", "A2", "A3", "A4", "A5")
+        return ids if faults else tuple(i for i in ids if i != "A4")
+
+    def record(self, workload: DocWorkload, fault: Fault | None) -> Run:
+        fs = MemoryFileSystem(self.initial_state)
+        rec = RecordingFileSystem(fs, fault=fault)
+        runner = self.runner
+        escapes0, unsupported0 = len(runner.escapes()), len(runner.unsupported())
+        obj = runner.call("the factory", lambda: runner.build(rec))
+        steps: list[Step] = []
+        data = _RunData(initial_paths=frozenset(p for p, _ in self.initial_state.files))
+        for i, value in enumerate(workload.values):
+            label = f"save#{i}"
+            step = Step(label, rec.op_count, payload=("save", value))
+            before = fs.crash_state()
+            rec.mark(f"begin:{label}")
+            saved = copy.deepcopy(value)
+            runner.use(rec)
+            try:
+                runner.call(f"save() ({label})", lambda v=saved: obj.save(v))  # type: ignore[misc]
+            except TargetTimeout:
+                raise
+            except Exception as exc:
+                step.error = f"{type(exc).__name__}: {_short(exc)}"
+            step.end = rec.op_count
+            rec.mark(f"{'fail' if step.error else 'ack'}:{label}")
+            steps.append(step)
+            if step.error is None:  # a complete generation: what an acknowledged save left
+                old = dict(before.files)
+                for path, blob in fs.crash_state().files:
+                    if old.get(path) != blob and blob:
+                        data.blobs.setdefault(blob, label)
+            if step.error is not None:
+                # "later saves and loads work" (A4): the same process loads at once.
+                load = Step(f"load after {label}", rec.op_count)
+                runner.use(rec)
+                try:
+                    got = runner.call(f"load() (after {label})", obj.load)
+                    load.payload = ("load", DocObservation(value=got))
+                except TargetTimeout:
+                    raise
+                except Exception as exc:
+                    load.payload = ("load", DocObservation(error=_error(exc)))
+                load.end = rec.op_count
+                steps.append(load)
+        final = frozenset(p for p, _ in fs.crash_state().files)
+        if fault is None:
+            self._clean_paths[workload.name] = final
+        # Leftovers are judged against the crash-free run of the same workload.
+        data.final_paths = self._clean_paths.get(workload.name, final)
+        return Run(
+            self.initial_state,
+            list(rec.trace.ops),
+            steps,
+            fault,
+            runner.unsupported()[unsupported0:],
+            runner.escapes()[escapes0:],
+            data,
+        )
+
+    def observe(self, state: CrashState) -> DocObservation:
+        fs = MemoryFileSystem(state)
+        rec = RecordingFileSystem(fs)
+        runner = self.runner
+        try:
+            obj = runner.call("the factory (after a reboot)", lambda: runner.build(rec))
+            runner.use(rec)
+            value = runner.call("load() (after a reboot)", obj.load)
+            error = None
+        except TargetTimeout:
+            raise
+        except Exception as exc:
+            value, error = None, _error(exc)
+        reads = frozenset(e.path for e in rec.trace.events if e.kind is OpKind.READ)
+        return DocObservation(value, error, reads, fs.mutations > 0)
+
+    def observe_initial(self) -> DocObservation:
+        """Load on the empty base directory: the initial value (SPEC.md §10)."""
+        if self.initial is None:
+            self.initial = self.observe(self.initial_state)
+        return self.initial
+
+    # --- judging ----------------------------------------------------------------------
+    def _same(self, a: Any, b: Any) -> bool:
+        try:
+            return self.equal(a, b)
+        except Exception:
+            return False
+
+    def _is_initial(self, obs: DocObservation) -> bool:
+        init = self.observe_initial()
+        if init.error is not None:
+            return obs.error is not None and obs.error.split(":")[0] == init.error.split(":")[0]
+        return obs.error is None and self._same(obs.value, init.value)
+
+    def _matches(self, obs: DocObservation, values: Sequence[Any]) -> bool:
+        return obs.error is None and any(self._same(obs.value, v) for v in values)
+
+    def judge(self, run: Run, k: int, state: CrashState, obs: DocObservation) -> list[Finding]:
+        data: _RunData = run.data
+        saves = [s for s in run.steps if s.payload[0] == "save"]
+        init = self.observe_initial()
+        got = self.describe(obs, run)
+        out: list[Finding] = []
+        is_initial = self._is_initial(obs)
+        begun = [s for s in saves if s.begin <= k]
+        acked = [s for s in saves if s.acknowledged_by(k)]
+        if not is_initial and not self._matches(obs, [s.payload[1] for s in begun]):
+            out.append(
+                Finding(
+                    "A1",
+                    "load returns a saved value or the initial value",
+                    got if obs.error else f"a value nobody saved: {got}",
+                )
+            )
+        if acked:
+            last = acked[-1]
+            after = saves[saves.index(last) + 1 :]
+            allowed = [last.payload[1]] + [s.payload[1] for s in after if s.begin <= k]
+            if not self._matches(obs, allowed):
+                out.append(Finding("A2", f"{last.label}'s value or a later save's", got))
+        for failed in saves:
+            if failed.error is None or failed.end is None or failed.end > k:
+                continue
+            i = saves.index(failed)
+            prior = [s for s in saves[:i] if s.error is None]
+            allowed = [failed.payload[1]] + [s.payload[1] for s in saves[i + 1 :] if s.begin <= k]
+            ok = self._matches(obs, allowed) or (
+                self._matches(obs, [prior[-1].payload[1]]) if prior else self._is_initial(obs)
+            )
+            if not ok:
+                before = prior[-1].label + "'s value" if prior else "the initial value"
+                out.append(
+                    Finding("A4", f"{before} or {failed.label}'s own value after it failed", got)
+                )
+        on_disk = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths
+            and (label := data.blobs.get(blob)) is not None
+            and not self._initial_value_is(label, saves, init)
+        ]
+        if is_initial and on_disk:
+            out.append(
+                Finding(
+                    "A3",
+                    f"load reads the complete value on disk ({on_disk[0]}'s)",
+                    f"{got} (the initial value)",
+                )
+            )
+        if obs.wrote and (obs.error is not None or is_initial):
+            out.append(
+                Finding(
+                    "A3",
+                    "load writes nothing over files it could not read",
+                    f"{got}, and load wrote",
+                )
+            )
+        leftovers = [
+            p for p, _ in state.files if p not in data.final_paths and p not in data.initial_paths
+        ]
+        if leftovers:
+            self.leftovers[state.digest()] = len(leftovers)
+            read = sorted(set(leftovers) & obs.reads)
+            if read:
+                out.append(
+                    Finding("A5", "a leftover is never read as data", f"load read {read[0]}")
+                )
+        return out
+
+    def _initial_value_is(self, label: str, saves: Sequence[Step], init: DocObservation) -> bool:
+        step = next((s for s in saves if s.label == label), None)
+        return step is not None and init.error is None and self._same(step.payload[1], init.value)
+
+    def trace_findings(self, run: Run) -> list[tuple[int, Finding]]:
+        out: list[tuple[int, Finding]] = []
+        for op in run.ops:
+            for path in (op.path, op.dst):
+                if path is not None and _outside(path, self.base):
+                    out.append(
+                        (
+                            op.index + 1,
+                            Finding("S1", f"no operation outside {self.base}", op.render()),
+                        )
+                    )
+                    break
+        for path in run.escapes:
+            out.append(
+                (
+                    len(run.ops),
+                    Finding("S1", f"no operation outside {self.base}", f"changed {path}"),
+                )
+            )
+        saves = [s for s in run.steps if s.payload[0] == "save"]
+        failed = next((s for s in saves if s.error is not None), None)
+        if failed is not None and run.fault is not None:
+            later = [s for s in saves if s.begin > failed.begin]
+            for s in later:
+                if s.error is not None and s.end is not None:
+                    out.append(
+                        (
+                            s.end,
+                            Finding(
+                                "A4",
+                                f"{s.label} works after {failed.label} failed",
+                                f"{s.label} raised {s.error}",
+                            ),
+                        )
+                    )
+            for s in run.steps:
+                if s.payload is not None and s.payload[0] == "load" and s.end is not None:
+                    obs: DocObservation = s.payload[1]
+                    i = saves.index(failed)
+                    prior = [p for p in saves[:i] if p.error is None]
+                    ok = self._matches(obs, [failed.payload[1]]) or (
+                        self._matches(obs, [prior[-1].payload[1]])
+                        if prior
+                        else self._is_initial(obs)
+                    )
+                    if not ok:
+                        out.append(
+                            (
+                                s.end,
+                                Finding(
+                                    "A4",
+                                    f"{s.label} returns the last acknowledged value "
+                                    f"or {failed.label}'s",
+                                    self.describe(obs, run),
+                                ),
+                            )
+                        )
+        elif failed is not None and run.fault is None:
+            pass  # a save raising on a clean run is a bad target (checked by verify)
+        return out
+
+    # --- rendering --------------------------------------------------------------------
+    def describe(self, obs: DocObservation, run: Run) -> str:
+        """What load gave, named after the save whose value it is, if any."""
+        if obs.error is not None:
+            return f"raised {obs.error}"
+        for s in run.steps:
+            if (
+                s.payload is not None
+                and s.payload[0] == "save"
+                and self._same(obs.value, s.payload[1])
+            ):
+                return f"{s.label}'s value"
+        init = self.observe_initial()
+        if init.error is None and self._same(obs.value, init.value):
+            return f"the initial value {_repr(obs.value)}"
+        return _repr(obs.value)
+
+    def describe_state(self, state: CrashState, run: Run) -> dict[str, str]:
+        data: _RunData = run.data
+        out: dict[str, str] = {}
+        for path, blob in state.files:
+            name = posixpath.relpath(path, self.base) if not _outside(path, self.base) else path
+            label = data.blobs.get(blob)
+            if not blob:
+                what = "empty"
+            elif label is not None:
+                what = f"{len(blob)} bytes: as {label} wrote it"
+            else:
+                prefix = next((lb for b, lb in data.blobs.items() if b.startswith(blob)), None)
+                what = f"{len(blob)} bytes: " + (
+                    f"a prefix of what {prefix} wrote" if prefix else "no save wrote exactly this"
+                )
+            if path not in data.final_paths and path not in data.initial_paths:
+                what += " (leftover)"
+            out[name] = what
+        return out
+
+    def replay(
+        self, workload: DocWorkload, model: PersistenceModel, k: int, fault: Fault | None
+    ) -> str:
+        parts = [
+            f"crashpoint verify {self.target} --kind document --workload {workload.name}",
+            f"--model {model.name} --seed {self.seed}",
+        ]
+        if self.values != "json":
+            parts.append(f"--values {self.values}")
+        if fault is not None:
+            parts.append(f"--fault {fault_spec(fault)}")
+        parts.append(f"--crash-point {k}")
+        return " ".join(parts)
+
+
+def _outside(path: str, base: str) -> bool:
+    path = posixpath.normpath(path)
+    return path != base and not path.startswith(base.rstrip("/") + "/")
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {_short(exc)}"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 40
+_REPR.maxother = 40
+_REPR.maxdict = 4
+_REPR.maxlist = 4
+
+
+def _repr(value: Any) -> str:
+    return _REPR.repr(value)

@@ -1,0 +1,291 @@
+"""A user's target: ``package.module:factory`` or ``path/to/file.py:factory``, and how it runs.
+
+A factory taking one argument, ``factory(base_dir)``, is unmodified code: it runs
+*intercepted* (FAULT-MODEL.md §4): its standard-library file calls go into the
+model through :func:`crashpoint.faultfs.intercept`. A factory taking two,
+``factory(fs, base_dir)``, is written against the
+:class:`~crashpoint.faultfs.FileSystem` protocol and runs on the recording
+filesystem directly. Either way a :class:`Runner` builds the target on a given
+filesystem and calls it, with an optional time limit per call.
+
+Errors: :class:`BadTarget` (the target cannot be judged: exit 2, one line naming
+the target and the reason) and :class:`TargetTimeout` (a call hung: exit 2,
+naming the call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import os
+import signal
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..faultfs import FileSystem
+
+__all__ = [
+    "BadTarget",
+    "InterceptRunner",
+    "ProtocolRunner",
+    "Runner",
+    "TargetTimeout",
+    "interception_available",
+    "load_factory",
+    "make_runner",
+    "target_mode",
+]
+
+T = TypeVar("T")
+
+
+class BadTarget(Exception):
+    """The target cannot be judged (import error, missing attribute, wrong signature,
+    a call that raises on a clean run, a save that writes nothing). One line."""
+
+
+class TargetTimeout(BaseException):
+    """A call of the target ran longer than ``--timeout`` seconds.
+
+    A ``BaseException`` so the target's own ``except Exception`` cannot swallow it."""
+
+    def __init__(self, call: str, seconds: float) -> None:
+        super().__init__(call, seconds)
+        self.call = call
+        self.seconds = seconds
+
+    def __str__(self) -> str:
+        return f"{self.call} did not return within --timeout {self.seconds:g} s"
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    """Import ``module:attr`` or ``path/file.py:attr`` and return the attribute.
+
+    Raises BadTarget naming the target and the reason."""
+    module_part, sep, attr = spec.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise BadTarget(
+            f"target {spec!r}: expected package.module:factory or path/to/file.py:factory"
+        )
+    try:
+        if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+            path = os.path.abspath(module_part)
+            if not os.path.isfile(path):
+                raise BadTarget(f"target {spec!r}: no such file {module_part!r}")
+            name = "crashpoint_target_" + os.path.splitext(os.path.basename(path))[0]
+            loader_spec = importlib.util.spec_from_file_location(name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise BadTarget(f"target {spec!r}: cannot import {module_part!r}")
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[name] = module
+            loader_spec.loader.exec_module(module)
+        else:
+            if os.getcwd() not in sys.path and "" not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(module_part)
+    except BadTarget:
+        raise
+    except BaseException as exc:  # an import that fails in any way is a bad target
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise BadTarget(
+            f"target {spec!r}: import failed: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise BadTarget(f"target {spec!r}: {module_part} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise BadTarget(f"target {spec!r}: {attr} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def target_mode(factory: Callable[..., Any], spec: str = "") -> str:
+    """``"intercepted"`` for ``factory(base_dir)``, ``"protocol"`` for
+    ``factory(fs, base_dir)``. Raises BadTarget for any other signature."""
+    label = spec or getattr(factory, "__qualname__", repr(factory))
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return "intercepted"
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+    if len(params) == 1 or (not params and varargs):
+        return "intercepted"
+    if len(params) == 2:
+        return "protocol"
+    raise BadTarget(
+        f"target {label!r}: wrong signature {sig}: expected factory(base_dir) "
+        "or factory(fs, base_dir)"
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def interception_available() -> bool:
+    """Whether :func:`crashpoint.faultfs.intercept` exists in this installation."""
+    return _intercept_function() is not None
+
+
+def _intercept_function() -> Callable[..., Any] | None:
+    """``crashpoint.faultfs.intercept`` if this installation has it."""
+    from .. import faultfs
+
+    found = getattr(faultfs, "intercept", None)
+    if found is None:
+        try:
+            found = getattr(importlib.import_module(f"{faultfs.__name__}._intercept"), "intercept")
+        except ImportError:
+            return None
+    return found if callable(found) else None
+
+
+class Runner:
+    """Builds a target on a filesystem and calls it, under an optional time limit.
+
+    Args:
+        factory: the user's factory.
+        base_dir: the directory handed to it.
+        timeout: seconds a single call may take (None: no limit).
+
+    Attributes:
+        mode: ``"protocol"`` or ``"intercepted"``.
+    """
+
+    mode = "protocol"
+
+    def __init__(
+        self, factory: Callable[..., Any], base_dir: str, *, timeout: float | None = None
+    ) -> None:
+        self.factory = factory
+        self.base_dir = base_dir
+        self.timeout = timeout
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def use(self, fs: FileSystem) -> None:
+        """Make the target's file calls go to ``fs`` from now on."""
+
+    def build(self, fs: FileSystem) -> Any:
+        """The target object on ``fs`` (the factory called)."""
+        raise NotImplementedError
+
+    def escapes(self) -> list[str]:
+        """Paths outside the base directory the target tried to change so far."""
+        return []
+
+    def unsupported(self) -> list[str]:
+        """Calls the model cannot represent, so far."""
+        return []
+
+    def call(self, label: str, fn: Callable[[], T]) -> T:
+        """``fn()``, stopped with :class:`TargetTimeout` after ``timeout`` seconds."""
+        if not self.timeout or threading.current_thread() is not threading.main_thread():
+            return fn()
+        seconds = self.timeout
+
+        def expire(signum: int, frame: types.FrameType | None) -> None:
+            raise TargetTimeout(label, seconds)
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return fn()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+class ProtocolRunner(Runner):
+    """A ``factory(fs, base_dir)`` target: calls go to the filesystem it was given."""
+
+    mode = "protocol"
+
+    def build(self, fs: FileSystem) -> Any:
+        return self.factory(fs, self.base_dir)
+
+
+class InterceptRunner(Runner):
+    """A ``factory(base_dir)`` target run intercepted: one interception for the whole
+    run, switched from filesystem to filesystem (FAULT-MODEL.md §4)."""
+
+    mode = "intercepted"
+
+    def __init__(
+        self,
+        factory: Callable[..., Any],
+        base_dir: str,
+        *,
+        timeout: float | None = None,
+        seed: int = 0,
+        initial: FileSystem | None = None,
+    ) -> None:
+        super().__init__(factory, base_dir, timeout=timeout)
+        self.seed = seed
+        self._initial = initial
+        self._stack: contextlib.ExitStack | None = None
+        self._icpt: Any = None
+
+    def __enter__(self) -> InterceptRunner:
+        from ..faultfs import MemoryFileSystem
+
+        intercept = _intercept_function()
+        if intercept is None:
+            raise BadTarget(
+                "intercepted targets (factory(base_dir)) need crashpoint.faultfs.intercept, "
+                "which this installation lacks; give factory(fs, base_dir) instead"
+            )
+        fs = self._initial if self._initial is not None else MemoryFileSystem(dirs=("/",))
+        self._stack = contextlib.ExitStack()
+        self._icpt = self._stack.enter_context(intercept(fs, root=self.base_dir, seed=self.seed))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+    def use(self, fs: FileSystem) -> None:
+        if self._icpt is None:
+            raise RuntimeError("InterceptRunner used outside its with-block")
+        self._icpt.switch(fs)
+
+    def build(self, fs: FileSystem) -> Any:
+        self.use(fs)
+        return self.factory(self.base_dir)
+
+    def escapes(self) -> list[str]:
+        return list(getattr(self._icpt, "escapes", []) or [])
+
+    def unsupported(self) -> list[str]:
+        return list(getattr(self._icpt, "unsupported", []) or [])
+
+
+def make_runner(
+    factory: Callable[..., Any],
+    base_dir: str,
+    *,
+    spec: str = "",
+    timeout: float | None = None,
+    seed: int = 0,
+) -> Runner:
+    """The runner for ``factory``'s signature (see :func:`target_mode`)."""
+    if target_mode(factory, spec) == "protocol":
+        return ProtocolRunner(factory, base_dir, timeout=timeout)
+    return InterceptRunner(factory, base_dir, timeout=timeout, seed=seed)

@@ -1,0 +1,521 @@
+"""``verify``: judge a user's own storage code (SPEC.md §10, FAULT-MODEL.md §4).
+
+:func:`verify` loads nothing itself: it takes the factory. The CLI
+(``crashpoint verify TARGET``) loads ``package.module:factory`` or
+``path/to/file.py:factory`` with :func:`~crashpoint.scenarios._usertarget.load_factory`
+and calls it::
+
+    result = verify(MyStore, kind="document", model="all", faults=True)
+    result.assert_no_violations()
+
+Errors: :class:`~crashpoint.scenarios._usertarget.BadTarget` when the target cannot
+be judged (exit 2 in the CLI), :class:`~crashpoint.scenarios._usertarget.TargetTimeout`
+when a call hangs past ``timeout`` seconds (exit 2), KeyError for an unknown model,
+workload or value strategy.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..faultfs import MODELS, Fault, PersistenceModel, get_model
+from ._document import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ._engine import Counterexample, EngineResult, explore_kind, invariant_info
+from ._usertarget import BadTarget, Runner, make_runner
+
+__all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
+
+KINDS = ("document", "state-storage")
+"""The target kinds ``verify`` knows (``--kind``)."""
+
+
+def resolve_models(
+    model: str | PersistenceModel | Sequence[str | PersistenceModel],
+) -> list[PersistenceModel]:
+    """``"all"``, a name, comma-separated names, a model or a list of either.
+    Raises KeyError naming the known models."""
+    if isinstance(model, PersistenceModel):
+        return [model]
+    if isinstance(model, str):
+        text = model.strip().lower()
+        if text == "all":
+            return list(MODELS.values())
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        if not names:
+            raise KeyError(f"no model named; known: {', '.join(MODELS)}, all")
+        return [get_model(n) for n in dict.fromkeys(names)]
+    return [m if isinstance(m, PersistenceModel) else get_model(m) for m in model]
+
+
+@dataclass(slots=True)
+class VerifyResult:
+    """What verifying one target found.
+
+    Attributes:
+        target: the target's name; kind: ``document`` or ``state-storage``;
+        mode: ``intercepted`` or ``protocol``.
+        models: the models' names.
+        results: one :class:`~crashpoint.scenarios._engine.EngineResult` per
+            (workload, model), in order.
+        shrunk: ``{original workload: shrunk workload}`` for workloads that shrank.
+        leftovers: crash states that held leftover files (A5 warning count).
+        seed, values: what generated the workloads.
+    """
+
+    target: str
+    kind: str
+    mode: str
+    models: list[str]
+    results: list[EngineResult] = field(default_factory=list)
+    shrunk: dict[str, str] = field(default_factory=dict)
+    leftovers: int = 0
+    seed: int = 0
+    values: str = "json"
+    conformance: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        """Conformance checks (state-storage) that failed."""
+        return [c for c in self.conformance if not c["passed"]]
+
+    @property
+    def counterexamples(self) -> list[Counterexample]:
+        return [c for r in self.results for c in r.counterexamples]
+
+    @property
+    def warnings(self) -> list[Counterexample]:
+        return [c for r in self.results for c in r.warnings]
+
+    @property
+    def unsupported(self) -> list[str]:
+        return list(dict.fromkeys(u for r in self.results for u in r.unsupported))
+
+    @property
+    def incomplete(self) -> bool:
+        """A call the model cannot represent was made: the verdict is not a pass."""
+        return bool(self.unsupported)
+
+    @property
+    def ok(self) -> bool:
+        return not self.counterexamples and not self.failed_checks and not self.incomplete
+
+    @property
+    def verdict(self) -> str:
+        if self.counterexamples or self.failed_checks:
+            return "violation"
+        return "incomplete" if self.incomplete else "clean"
+
+    def killed_by(self) -> list[str]:
+        found: list[str] = []
+        for r in self.results:
+            found += [i for i in r.killed_by() if i not in found]
+        return found
+
+    def assert_no_violations(self) -> None:
+        """Raise ``AssertionError`` with the most severe, smallest counterexample, or
+        naming the unsupported calls when the verdict is incomplete."""
+        if self.counterexamples:
+            first = self.counterexamples[0]
+            more = len(self.counterexamples) - 1
+            tail = f"\n  (and {more} more violation(s))" if more else ""
+            raise AssertionError(first.render() + tail)
+        if self.failed_checks:
+            c = self.failed_checks[0]
+            raise AssertionError(f"conformance {c['id']} ({c['check']}) failed: {c['why']}")
+        if self.incomplete:
+            raise AssertionError(
+                "verdict incomplete: calls the model cannot represent: "
+                + ", ".join(self.unsupported)
+            )
+
+
+def verify(
+    factory: Callable[..., Any],
+    *,
+    kind: str = "document",
+    model: str | PersistenceModel | Sequence[str | PersistenceModel] = "process-crash",
+    faults: bool = False,
+    values: str | None = None,
+    workloads: Iterable[str] | None = None,
+    seed: int = 0,
+    examples: int = 20,
+    crash_point: int | None = None,
+    fault: Fault | None = None,
+    timeout: float | None = None,
+    target: str | None = None,
+    shrink: bool = True,
+    reference_format: bool | None = None,
+    jobs: int = 1,
+) -> VerifyResult:
+    """Verify ``factory``'s storage under every crash state of its workloads.
+
+    Args:
+        factory: ``factory(base_dir)`` (run intercepted) or ``factory(fs, base_dir)``.
+        kind: ``"document"`` (``save(value)``/``load()``, SPEC.md §10) or
+            ``"state-storage"`` (the six methods of SPEC.md §6).
+        model: persistence model(s): a name, comma-separated names, ``"all"``.
+        faults: also arm every fault at every operation (FAULT-MODEL.md §2).
+        values: the value strategy's name (default: the factory's
+            ``crashpoint_values`` attribute, else ``json``).
+        workloads: workload names (default: all of the kind).
+        seed: seeds generated workloads and the interception.
+        examples: hypothesis examples for the ``random`` workload.
+        crash_point, fault: replay only that crash point / only that fault.
+        timeout: seconds one call of the target may take.
+        target: the name replays use (default: the factory's qualified name).
+        shrink: shrink a failing workload to the fewest saves that still fail.
+        reference_format: state-storage: the target keeps the reference's file layout
+            (default: the factory's ``crashpoint_format == "reference"``).
+        jobs: worker processes (accepted; verify runs in one process today).
+
+    Returns:
+        a :class:`VerifyResult`. Raises BadTarget, TargetTimeout, KeyError.
+    """
+    models = resolve_models(model)
+    name = target or _name_of(factory)
+    if kind == "state-storage":
+        from ._conformance import verify_state_storage
+
+        return verify_state_storage(
+            factory,
+            models=models,
+            faults=faults,
+            workloads=workloads,
+            crash_point=crash_point,
+            fault=fault,
+            timeout=timeout,
+            target=name,
+            seed=seed,
+            reference_format=reference_format,
+        )
+    if kind != "document":
+        raise KeyError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
+    attr_values = getattr(factory, "crashpoint_values", None)
+    strategy = None
+    if values is None:
+        if isinstance(attr_values, str):
+            values = attr_values
+        elif attr_values is not None:
+            values, strategy = "custom", attr_values
+        else:
+            values = "json"
+    equal = getattr(factory, "crashpoint_equal", None)
+    names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
+    result = VerifyResult(
+        name, kind, runner.mode, [m.name for m in models], seed=seed, values=values
+    )
+    with runner:
+        doc = DocumentKind(runner, name, values=values, strategy=strategy, equal=equal, seed=seed)
+        _preflight(doc, runner, name)
+        for wname in names:
+            for m in models:
+                result.results.append(
+                    _verify_workload(
+                        doc,
+                        wname,
+                        m,
+                        faults=faults,
+                        examples=examples,
+                        crash_point=crash_point,
+                        fault=fault,
+                        shrink=shrink,
+                        shrunk=result.shrunk,
+                    )
+                )
+        result.leftovers = len(doc.leftovers)
+    return result
+
+
+def _name_of(factory: Callable[..., Any]) -> str:
+    module = getattr(factory, "__module__", None) or "?"
+    return f"{module}:{getattr(factory, '__qualname__', None) or repr(factory)}"
+
+
+def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
+    """A clean first save must work, write something and load back (no false green)."""
+    from ..faultfs import MemoryFileSystem, RecordingFileSystem
+
+    probe = RecordingFileSystem(MemoryFileSystem(doc.initial_state))
+    try:
+        obj = runner.call("the factory", lambda: runner.build(probe))
+    except BadTarget:
+        raise
+    except Exception as exc:
+        raise BadTarget(f"target {name!r}: the factory raised {_err(exc)}") from None
+    for attr in ("save", "load"):
+        if not callable(getattr(obj, attr, None)):
+            raise BadTarget(f"target {name!r}: the factory's object has no {attr}() method")
+    init = doc.observe_initial()
+    if init.error is not None and init.error.startswith(("TypeError", "AttributeError")):
+        raise BadTarget(f"target {name!r}: load() on an empty directory raised {init.error}")
+    workload = doc.workload("first-save")
+    run = doc.record(workload, None)
+    save = run.steps[0]
+    if save.error is not None:
+        raise BadTarget(f"target {name!r}: save() raised on a clean run: {save.error}")
+    if not run.ops and not run.escapes:
+        raise BadTarget(
+            f"save returned but no file operation was recorded: target {name!r} "
+            f"({runner.mode}) wrote nothing the harness can see"
+        )
+    from ..faultfs import CrashState
+
+    final = CrashState(tuple(sorted(_final_files(run))), tuple(sorted(doc.initial_state.dirs)))
+    if not run.escapes:
+        obs = doc.observe(final)
+        if obs.error is not None:
+            raise BadTarget(f"target {name!r}: load() raised after a clean save: {obs.error}")
+        if not doc._same(obs.value, workload.values[0]):
+            raise BadTarget(
+                f"target {name!r}: load() after a clean save returned a different value "
+                "(give a value strategy it round-trips: --values or crashpoint_values)"
+            )
+
+
+def _final_files(run: Any) -> list[tuple[str, bytes]]:
+    from ..faultfs import Image
+
+    image = Image.from_crash_state(run.initial)
+    for op in run.ops:
+        if op.kind.mutating and not op.kind.barrier and op.errno is None:
+            image.apply(op)
+    return list(image.crash_state().files)
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
+def _verify_workload(
+    doc: DocumentKind,
+    wname: str,
+    model: PersistenceModel,
+    *,
+    faults: bool,
+    examples: int,
+    crash_point: int | None,
+    fault: Fault | None,
+    shrink: bool,
+    shrunk: dict[str, str],
+) -> EngineResult:
+    if wname.split(":", 1)[0] == "random":
+        workload, searched = _search_random(doc, model, examples)
+    else:
+        workload, searched = doc.workload(wname), None
+    result = _explore(doc, workload, model, faults=faults, crash_point=crash_point, fault=fault)
+    if (
+        shrink
+        and result.counterexamples
+        and crash_point is None
+        and fault is None
+        and searched is None
+        and len(workload.values) > 1
+        and ":" not in workload.name
+    ):
+        smaller = _shrink(doc, workload, model, faults=faults)
+        if smaller is not workload:
+            shrunk[f"{workload.name} ({model.name})"] = smaller.name
+            result = _explore(doc, smaller, model, faults=faults)
+    if searched is not None:
+        result.crash_points += searched.crash_points
+        result.raw_states += searched.raw_states
+        result.state_ids |= searched.state_ids
+        result.cut += searched.cut
+        result.seconds += searched.seconds
+        for u in searched.unsupported:
+            if u not in result.unsupported:
+                result.unsupported.append(u)
+    return result
+
+
+def _explore(
+    doc: DocumentKind,
+    workload: DocWorkload,
+    model: PersistenceModel,
+    *,
+    faults: bool,
+    crash_point: int | None = None,
+    fault: Fault | None = None,
+) -> EngineResult:
+    from ._faults import fault_plan
+
+    if fault is not None:
+        plan, crashes = [fault], False
+    else:
+        base = doc.record(workload, None)
+        plan = list(doc.armed_faults(workload, base))
+        if faults:
+            plan += [f for f in fault_plan(base.ops) if f not in plan]
+        crashes = True
+    return explore_kind(
+        doc,
+        workload,
+        model=model,
+        target=doc.target,
+        faults=plan,
+        crashes=crashes,
+        crash_point=crash_point,
+        fault_window=None if fault is not None else 1,
+    )
+
+
+def _fails(result: EngineResult, invariants: set[str]) -> bool:
+    return any(c.invariant in invariants for c in result.counterexamples)
+
+
+def _shrink(
+    doc: DocumentKind, workload: DocWorkload, model: PersistenceModel, *, faults: bool
+) -> DocWorkload:
+    """Greedy, deterministic: drop one save at a time (first to last) while the
+    exploration still finds an invariant the full workload broke."""
+    first = _explore(doc, workload, model, faults=faults)
+    wanted = {c.invariant for c in first.counterexamples}
+    keep = list(range(len(workload.values)))
+    changed = True
+    while changed and len(keep) > 1:
+        changed = False
+        for i in list(keep):
+            trial = [j for j in keep if j != i]
+            if _fails(_explore(doc, workload.keep(trial), model, faults=faults), wanted):
+                keep = trial
+                changed = True
+                break
+    if len(keep) == len(workload.values):
+        return workload
+    return workload.keep(keep)
+
+
+def _search_random(
+    doc: DocumentKind, model: PersistenceModel, examples: int
+) -> tuple[DocWorkload, EngineResult]:
+    """Hypothesis draws lists of values and shrinks a failing one to the fewest,
+    simplest saves (``find``, seeded: the same seed finds the same workload).
+    Returns the minimal failing workload, or the last one tried, and what the
+    search explored."""
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import NoSuchExample
+
+    seen = EngineResult("random", model.name, doc.target)
+    last: list[Any] = []
+
+    def fails(values: list[Any]) -> bool:
+        last[:] = values
+        r = explore_kind(doc, DocWorkload("random", tuple(values)), model=model, target=doc.target)
+        seen.crash_points += r.crash_points
+        seen.raw_states += r.raw_states
+        seen.cut += r.cut
+        seen.state_ids |= r.state_ids
+        seen.seconds += r.seconds
+        seen.unsupported += [u for u in r.unsupported if u not in seen.unsupported]
+        return bool(r.counterexamples)
+
+    try:
+        found = find(
+            st.lists(doc.strategy, min_size=1, max_size=6),
+            fails,
+            settings=settings(
+                max_examples=max(1, examples),
+                database=None,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+                phases=[Phase.generate, Phase.shrink],
+            ),
+            random=random.Random(doc.seed),
+        )
+    except NoSuchExample:
+        found = list(last)
+    return DocWorkload("random", tuple(found)), seen
+
+
+def report_extra(result: VerifyResult) -> dict[str, Any]:
+    """The keys a verify report adds to an explore report."""
+    from ..reports import violation_dict
+
+    return {
+        "kind": result.kind,
+        "mode": result.mode,
+        "verdict": result.verdict,
+        "incomplete": result.unsupported,
+        "seed": result.seed,
+        "values": result.values,
+        "shrunk": dict(result.shrunk),
+        "leftover_states": result.leftovers,
+        "warnings": [violation_dict(as_violation(c)) for c in result.warnings[:25]],
+        "warning_count": len(result.warnings),
+        "conformance": list(result.conformance),
+    }
+
+
+def as_violation(c: Counterexample) -> Any:
+    """The report's violation type for a counterexample."""
+    from ._explore import Violation
+
+    return Violation(
+        c.invariant,
+        c.workload,
+        c.model,
+        c.target,
+        c.crash_point,
+        c.operation,
+        c.last_done,
+        c.subject,
+        c.crash_state,
+        c.state_digest,
+        c.expected,
+        c.got,
+        c.replay,
+        c.fault,
+    )
+
+
+def as_exploration(r: EngineResult) -> Any:
+    """The report's result type for one (workload, model) exploration."""
+    from ._explore import ExplorationResult
+
+    class _Explored(ExplorationResult):
+        def killed_by(self) -> list[str]:
+            return r.killed_by()
+
+    return _Explored(
+        r.workload,
+        r.model,
+        r.target,
+        operations=r.operations,
+        crash_points=r.crash_points,
+        raw_states=r.raw_states,
+        distinct_states=r.distinct_states,
+        cut=r.cut,
+        invariants=r.invariants,
+        violations=[as_violation(c) for c in r.counterexamples],
+        seconds=r.seconds,
+        check_seconds=r.check_seconds,
+        faults=r.faults,
+        state_ids=set(r.state_ids),
+    )
+
+
+def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
+    """The report document (``report.json``'s shape plus verify's keys), findings in
+    each scenario ordered by severity, then crash point (SPEC.md §10)."""
+    from ..reports import build_report
+
+    report = build_report(
+        [as_exploration(r) for r in result.results],
+        model=model,
+        target=result.target,
+        extra=report_extra(result),
+    )
+    for s in report["scenarios"]:
+        s["violations"].sort(key=_severity_key)
+    return report
+
+
+def _severity_key(v: Mapping[str, Any]) -> tuple[int, int]:
+    from ._engine import SEVERITIES
+
+    return (SEVERITIES.index(invariant_info(v["invariant"]).severity), v["crash_point"]["index"])
