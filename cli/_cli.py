@@ -162,6 +162,9 @@ def _parser() -> argparse.ArgumentParser:
         "exit 1 if a mutant is not killed as expected or the reference shows a violation",
     )
     parser.set_defaults(explore_usage=ex.format_usage())
+    from ._verify_cli import add_verify_parser
+
+    add_verify_parser(sub)
     return parser
 
 
@@ -174,8 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
+        if args.command == "verify":
+            from ._verify_cli import run_verify
+
+            return run_verify(args, console, err)
         if args.command != "explore":
-            raise UsageError("a command is required: explore", parser.format_usage())
+            raise UsageError("a command is required: explore or verify", parser.format_usage())
         return _explore(args, console, err)
     except UsageError as exc:
         message = exc.args[0]
