@@ -166,68 +166,6 @@ class RuntimeHandleSerialized(_Mutant):
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
-@mutant("chunked-secret-writer", invariant="S2", model="process-crash")
-class ChunkedSecretWriter(RuntimeHandleSerialized):
-    """The runtime handle serialized with the state, written 8 bytes at a time (a
-    buffered writer flushing small blocks): no single write holds the API key, but
-    the file does once the pieces are together (issue 10: S2 judged single writes)."""
-
-    def _commit(self, main: str, data: bytes) -> None:
-        real = self.fs
-
-        class Chunked:
-            def __getattr__(self, name: str) -> Any:
-                return getattr(real, name)
-
-            def write(self, path: str, offset: int, chunk: bytes) -> int:
-                for i in range(0, len(chunk), 8):
-                    real.write(path, offset + i, chunk[i : i + 8])
-                return len(chunk)
-
-        self.fs = Chunked()  # type: ignore[assignment]
-        try:
-            super()._commit(main, data)
-        finally:
-            self.fs = real
-
-
-@mutant("unsanitized-delete", invariant="S1", model="process-crash")
-class UnsanitizedDelete(_Mutant):
-    """save sanitizes the session id but delete joins it into the path as it comes:
-    ``delete("../victim")`` removes ``victim.json`` beside the base directory
-    (issue 10: no workload sent a hostile id through anything but save)."""
-
-    def delete(self, session_id: str) -> None:
-        if not session_id:
-            super().delete(session_id)
-            return
-        main = posixpath.join(self.base_dir, session_id + ".json")
-        try:
-            if self.fs.exists(self.base_dir):
-                self._begin(create=False)
-                self._delete_files(main)
-                self._done()
-        except OSError as exc:
-            raise StateError(ErrorCode.STATE_SAVE_FAILED, "delete failed", cause=exc) from exc
-
-
-@mutant("create-when-main-absent", invariant="C1", model="process-crash")
-class CreateWhenMainAbsent(_Mutant):
-    """load_or_create takes "no main file" for "no session": with main gone (a crash
-    between the renames, a user's clean-up) and bak unreadable it saves a fresh state
-    instead of reporting state_corrupt, and the next save rotates that over the bak,
-    the session's last evidence."""
-
-    def load_or_create(
-        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
-    ) -> AgentState:
-        if not self.fs.exists(self.path(session_id)):
-            state = AgentState.new(session_id, dict(initial_metadata or {}))
-            self.save(state)
-            return state
-        return super().load_or_create(session_id, initial_metadata)
-
-
 @mutant("no-fsync-before-rename", invariant="R1", model="power-loss")
 class NoFsyncBeforeRename(_Mutant):
     """tmp is renamed over main without an fsync of its data first: on ext4 with
