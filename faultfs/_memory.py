@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import posixpath
 
 from ._image import CrashState, Image, os_error
@@ -22,10 +23,45 @@ from ._trace import Op, OpKind
 __all__ = ["MemoryFileSystem"]
 
 
-def _norm(path: str) -> str:
+NAME_MAX = 255
+"""Longest name of one path component, in bytes (Linux ``NAME_MAX``; ext4, XFS, tmpfs)."""
+PATH_MAX = 4096
+"""Size of the longest path, in bytes, terminating NUL included (Linux ``PATH_MAX``)."""
+
+
+def _norm(path: str, image: Image | None = None, *, last: bool = True) -> str:
+    """``path`` normalised, with the kernel's length limits when ``image`` is given.
+
+    Raises ``OSError``: EINVAL for a relative path; ENAMETOOLONG when the path takes
+    ``PATH_MAX`` bytes or more with its NUL (checked first, as ``getname`` does), or
+    when the lookup reaches a component longer than ``NAME_MAX`` bytes. A lookup
+    that fails earlier reports that failure instead (ENOENT for a missing directory,
+    ENOTDIR for a file on the way), as Linux does; with ``last=False`` the final
+    component is not checked (the caller looks it up itself, e.g. ``rename``).
+    Lengths are those of ``os.fsencode``.
+    """
     if not path.startswith("/"):
         raise os_error(errno.EINVAL, path)
-    return posixpath.normpath(path) if path != "/" else "/"
+    norm = posixpath.normpath(path) if path != "/" else "/"
+    if image is None or len(path) * 4 <= NAME_MAX:  # too short to break either limit
+        return norm
+    if len(os.fsencode(path)) >= PATH_MAX:
+        raise os_error(errno.ENAMETOOLONG, path)
+    parts = norm.split("/")[1:] if last else norm.split("/")[1:-1]
+    where = ""
+    for part in parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            if where and where not in image.dirs:
+                code = errno.ENOTDIR if where in image.names else image.absent(where)
+                raise os_error(code, path)
+            raise os_error(errno.ENAMETOOLONG, path)
+        where += "/" + part
+    return norm
+
+
+def _too_long(path: str) -> bool:
+    """True if the last component of ``path`` is longer than ``NAME_MAX`` bytes."""
+    return len(os.fsencode(posixpath.basename(path))) > NAME_MAX
 
 
 class MemoryFileSystem:
@@ -98,30 +134,39 @@ class MemoryFileSystem:
 
     # --- FileSystem ------------------------------------------------------------
     def mkdir(self, path: str) -> None:
-        self.apply(Op(len(self._log), OpKind.MKDIR, _norm(path)))
+        self.apply(Op(len(self._log), OpKind.MKDIR, _norm(path, self._image)))
 
     def create(self, path: str) -> None:
-        self.apply(Op(len(self._log), OpKind.CREATE, _norm(path)))
+        self.apply(Op(len(self._log), OpKind.CREATE, _norm(path, self._image)))
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         if offset < 0:
             raise os_error(errno.EINVAL, path)
-        self.apply(Op(len(self._log), OpKind.WRITE, _norm(path), offset=offset, data=bytes(data)))
+        path = _norm(path, self._image)
+        self.apply(Op(len(self._log), OpKind.WRITE, path, offset=offset, data=bytes(data)))
         return len(data)
 
     def truncate(self, path: str, size: int) -> None:
         if size < 0:
             raise os_error(errno.EINVAL, path)
-        self.apply(Op(len(self._log), OpKind.TRUNCATE, _norm(path), size=size))
+        self.apply(Op(len(self._log), OpKind.TRUNCATE, _norm(path, self._image), size=size))
 
     def rename(self, src: str, dst: str) -> None:
-        self.apply(Op(len(self._log), OpKind.RENAME, _norm(src), dst=_norm(dst)))
+        image = self._image
+        src, dst = _norm(src, image, last=False), _norm(dst, image, last=False)
+        if _too_long(src) or (_too_long(dst) and image.is_file(src)):
+            # Linux looks up both parents, then the source, then the target; a name
+            # longer than NAME_MAX fails its lookup (a missing source is ENOENT first).
+            image._parent_ok(src)
+            image._parent_ok(dst)
+            raise os_error(errno.ENAMETOOLONG, src if _too_long(src) else dst)
+        self.apply(Op(len(self._log), OpKind.RENAME, src, dst=dst))
 
     def unlink(self, path: str) -> None:
-        self.apply(Op(len(self._log), OpKind.UNLINK, _norm(path)))
+        self.apply(Op(len(self._log), OpKind.UNLINK, _norm(path, self._image)))
 
     def fsync(self, path: str) -> None:
-        path = _norm(path)
+        path = _norm(path, self._image)
         if not self._image.is_file(path):
             if self._image.is_dir(path):
                 raise os_error(errno.EISDIR, path)
@@ -129,7 +174,7 @@ class MemoryFileSystem:
         self._log.append(Op(len(self._log), OpKind.FSYNC, path))
 
     def fsync_dir(self, path: str) -> None:
-        path = _norm(path)
+        path = _norm(path, self._image)
         if not self._image.is_dir(path):
             if self._image.is_file(path):
                 raise os_error(errno.ENOTDIR, path)
@@ -137,7 +182,7 @@ class MemoryFileSystem:
         self._log.append(Op(len(self._log), OpKind.FSYNC_DIR, path))
 
     def read(self, path: str) -> bytes:
-        return self._image.read(_norm(path))
+        return self._image.read(_norm(path, self._image))
 
     def exists(self, path: str) -> bool:
         return self._image.exists(_norm(path))
@@ -146,7 +191,7 @@ class MemoryFileSystem:
         return self._image.is_dir(_norm(path))
 
     def listdir(self, path: str) -> list[str]:
-        return self._image.listdir(_norm(path))
+        return self._image.listdir(_norm(path, self._image))
 
     def size(self, path: str) -> int:
-        return len(self._image.read(_norm(path)))
+        return len(self._image.read(_norm(path, self._image)))

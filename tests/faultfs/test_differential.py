@@ -242,15 +242,147 @@ SCRIPTS: dict[str, list[Call]] = {
     ],
 }
 
+# --- NAME_MAX: 255 bytes per component (ENAMETOOLONG once the lookup reaches it) --------
+LONG = "n" * 256  # one byte over NAME_MAX
+FITS = "m" * 255  # exactly NAME_MAX
+WIDE = "é" * 128  # 128 characters, 256 bytes in UTF-8: bytes count, not characters
+SCRIPTS.update(
+    {
+        "NAME_MAX: a 255-byte name fits, 256 bytes do not": [
+            ("create", f"/base/{FITS}"),
+            ("write", f"/base/{FITS}", 0, b"x"),
+            ("create", f"/base/{LONG}"),
+            ("create", f"/base/{WIDE}"),
+            ("create", f"/base/{'é' * 127}a"),
+            ("mkdir", f"/base/{LONG}"),
+            ("listdir", "/base"),
+        ],
+        "NAME_MAX: every call on a long name": [
+            ("write", f"/base/{LONG}", 0, b"x"),
+            ("write", f"/base/{LONG}", -1, b"x"),
+            ("truncate", f"/base/{LONG}", 0),
+            ("truncate", f"/base/{LONG}", -1),
+            ("unlink", f"/base/{LONG}"),
+            ("fsync", f"/base/{LONG}"),
+            ("fsync_dir", f"/base/{LONG}"),
+            ("read", f"/base/{LONG}"),
+            ("size", f"/base/{LONG}"),
+            ("listdir", f"/base/{LONG}"),
+            ("exists", f"/base/{LONG}"),
+            ("is_dir", f"/base/{LONG}"),
+        ],
+        "NAME_MAX: a failed lookup before the long name reports itself": [
+            ("create", f"/base/missing/{LONG}"),
+            ("create", "/base/f"),
+            ("create", f"/base/f/{LONG}"),
+            ("mkdir", f"/base/f/x/{LONG}"),
+            ("create", f"/base/{LONG}/x"),
+            ("read", f"/base/{LONG}/x"),
+            ("mkdir", "/base/d"),
+            ("create", f"/base/d/{LONG}"),
+            ("create", f"/base/d/{FITS}"),
+            ("listdir", "/base/d"),
+        ],
+        "NAME_MAX: rename looks up both parents, then the source, then the target": [
+            ("create", "/base/f"),
+            ("mkdir", "/base/d"),
+            ("rename", "/base/missing", f"/base/{LONG}"),
+            ("rename", "/base/f", f"/base/{LONG}"),
+            ("rename", f"/base/{LONG}", "/base/f"),
+            ("rename", f"/base/{LONG}", "/base/missing/x"),
+            ("rename", "/base/f", f"/base/missing/{LONG}"),
+            ("rename", "/base/missing/x", f"/base/{LONG}"),
+            ("rename", f"/base/{LONG}/x", "/base/g"),
+            ("rename", "/base/f", f"/base/{LONG}/x"),
+            ("rename", "/base/d", f"/base/{LONG}"),
+            ("rename", "/base/f", f"/base/{FITS}"),
+            ("read", f"/base/{FITS}"),
+        ],
+    }
+)
+
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_script_agrees_with_the_os(name: str, tmp_path: Path) -> None:
     run_both(str(tmp_path), SCRIPTS[name])
 
 
+# --- PATH_MAX: 4096 bytes with the NUL, on the very path the OS sees --------------------
+def run_same(root: str, script: Sequence[Call]) -> None:
+    """Like :func:`run_both`, but the model gets the OS's own absolute paths (under
+    ``root``), so a length limit on the whole path is compared byte for byte."""
+    os.makedirs(root + BASE)
+    mem = MemoryFileSystem(dirs=(root + BASE,))
+    real = OsFileSystem()
+    for step, (name, *args) in enumerate(script):
+        mapped = [root + a if isinstance(a, str) and a.startswith("/") else a for a in args]
+        expected = outcome(lambda n=name, a=mapped: getattr(real, n)(*a))
+        got = outcome(lambda n=name, a=mapped: getattr(mem, n)(*a))
+        assert got == expected, f"step {step}: {name}: memory {got}, os {expected}"
+    assert sorted(tree(mem, root + BASE)) == [(root + p, c) for p, c in os_tree(root)]
+
+
+def padded(root: str, total: int, name: str = "f") -> str:
+    """``/base/././…/name``, ``total`` bytes long once ``root`` is put in front
+    (``./`` components: the kernel counts the path as given, not as normalised)."""
+    pad = total - len(os.fsencode(root + BASE + "/" + name))
+    assert pad >= 0
+    return BASE + "/" + "./" * (pad // 2) + "/" * (pad % 2) + name
+
+
+@pytest.mark.parametrize("total", [4094, 4095, 4096, 4097])
+def test_path_max_agrees_with_the_os(total: int, tmp_path: Path) -> None:
+    root = str(tmp_path)
+    path = padded(root, total)
+    assert len(os.fsencode(root + path)) == total
+    run_same(
+        root,
+        [
+            ("create", path),
+            ("write", path, 0, b"data"),
+            ("read", path),
+            ("size", path),
+            ("truncate", path, 2),
+            ("fsync", path),
+            ("exists", path),
+            ("is_dir", path),
+            ("rename", path, "/base/g"),
+            ("create", "/base/h"),
+            ("rename", "/base/h", path),
+            ("unlink", path),
+            ("mkdir", padded(root, total, "d")),
+            ("listdir", padded(root, total, "d")),
+            ("fsync_dir", padded(root, total, "d")),
+        ],
+    )
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_path_max_on_a_deep_real_tree(extra: int, tmp_path: Path) -> None:
+    """Nested 200-byte directories up to 4095 bytes (fits) and 4096 (does not)."""
+    root = str(tmp_path)
+    script: list[Call] = []
+    path = BASE
+    while len(os.fsencode(root + path)) + 201 + 10 < 4095:
+        path += "/" + "d" * 200
+        script.append(("mkdir", path))
+    name = "f" * (4095 + extra - len(os.fsencode(root + path + "/")))
+    assert 0 < len(name) <= 255
+    script += [("create", f"{path}/{name}"), ("listdir", path), ("size", f"{path}/{name}")]
+    run_same(root, script)
+
+
 # --- random scripts ------------------------------------------------------------------
 
-PATHS = ["/base/a", "/base/b", "/base/d", "/base/d/a", "/base/a/x"]
+PATHS = [
+    "/base/a",
+    "/base/b",
+    "/base/d",
+    "/base/d/a",
+    "/base/a/x",
+    f"/base/{LONG}",
+    f"/base/{FITS}",
+]
 paths = st.sampled_from(PATHS)
 small = st.binary(max_size=6)
 calls = st.one_of(
