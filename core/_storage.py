@@ -127,6 +127,16 @@ class FileStateStorage:
         ended_marker: ``"scoped"`` (default) writes ``sha256:<hex>`` of the condemned
             snapshot's bytes, so the marker applies to that snapshot only;
             ``"legacy"`` writes ``1``, applying to whatever is loaded.
+        strict: True (default) is the hardened reference. False keeps the rules of the
+            published algorithm that SPEC.md §8 ("Which fixes the seed target keeps")
+            lists: load does not check pairing and falls back to bak on every failure
+            but an unsupported version, read errors included; colliding session ids
+            overwrite each other; save rotates whatever main holds. Parsing robustness
+            (the depth limit, version spellings, huge numbers, long ids) applies to
+            both.
+
+    Raises:
+        ValueError: ``base_dir`` is not an absolute path, or an option is unknown.
 
     Example::
 
@@ -142,6 +152,7 @@ class FileStateStorage:
         *,
         sync: SyncMode = "full",
         ended_marker: EndedMarker = "scoped",
+        strict: bool = True,
     ) -> None:
         if not isinstance(base_dir, str) or not posixpath.isabs(base_dir):
             raise ValueError(
@@ -160,13 +171,14 @@ class FileStateStorage:
         self.base_dir = base_dir
         self.sync = sync
         self.ended_marker = ended_marker
+        self.strict = strict
         self._base_synced = False
         self._dir_pending = False
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(base_dir={self.base_dir!r}, sync={self.sync!r}, "
-            f"ended_marker={self.ended_marker!r})"
+            f"ended_marker={self.ended_marker!r}, strict={self.strict!r})"
         )
 
     # --- paths -----------------------------------------------------------------
@@ -228,7 +240,8 @@ class FileStateStorage:
             raise _save_failed(state.session_id, "save", exc) from exc
 
     def _check_pairing(self, state: AgentState) -> None:
-        """The persistence boundary is the pairing boundary (SPEC.md §3)."""
+        """The persistence boundary is the pairing boundary (SPEC.md §3): save refuses
+        an unpaired state, and (strict) load treats an unpaired file as undecodable."""
         if not state_is_paired(state):
             raise _unpaired(state)
 
@@ -320,6 +333,16 @@ class FileStateStorage:
                 f"the {role} file of session {redact(session_id)} holds session "
                 f"{redact(state.session_id)}",
             )
+        if self.strict:
+            # SPEC.md §3: the persistence boundary is the pairing boundary both ways; an
+            # unpaired file is undecodable for load (bak fallback applies).
+            try:
+                self._check_pairing(state)
+            except StateError as exc:
+                raise StateError(
+                    ErrorCode.HISTORY_UNPAIRED,
+                    f"the {role} file of session {redact(session_id)} has unpaired tool calls",
+                ) from exc
         return data, state
 
     def _read_marker(self, ended: str) -> bytes | None:

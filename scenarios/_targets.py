@@ -53,8 +53,11 @@ TARGETS: dict[str, Target] = {
     ),
     "seed": Target(
         "seed",
-        lambda fs, base: FileStateStorage(fs, base, sync="none", ended_marker="legacy"),
-        "FileStateStorage(sync='none', ended_marker='legacy'): the published design exactly",
+        lambda fs, base: FileStateStorage(
+            fs, base, sync="none", ended_marker="legacy", strict=False
+        ),
+        "FileStateStorage(sync='none', ended_marker='legacy', strict=False): "
+        "the published design exactly",
     ),
 }
 
