@@ -3,7 +3,8 @@
 Exit codes (for CI): 0 no violation; 1 a violation was found (or, with ``--zoo``, a
 mutant was not killed as expected); 2 a usage or input error, including an output
 directory that cannot be written; 130 interrupted (Ctrl-C). Never a traceback:
-errors are one line on standard error, after the usage line.
+a usage error is one line with the reason and one hint line on standard error
+(:func:`print_usage_error`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import TYPE_CHECKING, NoReturn
 from rich.console import Console
 
 from . import __version__
+from ._options import ProgressLine, cap_jobs, glue_dash_values, parse_models, parse_shard
 
 if TYPE_CHECKING:
-    from .faultfs import Fault, PersistenceModel
+    from .faultfs import Fault, FaultKind, Op, OpKind, PersistenceModel
     from .scenarios import ExplorationResult, Target, Workload
     from .scenarios._parallel import Task
 
@@ -29,12 +31,35 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
-    """Bad input from the user: reported on one line, exit code 2."""
+    """Bad input from the user: reported on one line, exit code 2.
+
+    ``UsageError(reason)`` or ``UsageError(reason, prog)``: ``prog`` (e.g.
+    ``"crashpoint explore"``) names the command whose ``--help`` the hint points to."""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message, self.format_usage())
+        raise UsageError(message, self.prog)
+
+
+def print_usage_error(err: Console, reason: str, prog: str = "crashpoint") -> None:
+    """A usage error as the user sees it: the reason on one line, then one hint line
+    (no usage block: ``--help`` has it)."""
+    reason = " ".join(reason.split())
+    err.print(f"crashpoint: error: {reason}", markup=False)
+    err.print(f"see `{prog} --help`", markup=False)
+
+
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options of ``parser`` and its subcommands that take one value."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _value_options(sub)
+        elif action.option_strings and action.nargs is None:
+            found.update(o for o in action.option_strings if o.startswith("--"))
+    return found
 
 
 def _ascii_int(text: str, what: str) -> int:
@@ -45,13 +70,10 @@ def _ascii_int(text: str, what: str) -> int:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    parts = text.split("/")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"shard must look like K/N (e.g. 2/4), not {text!r}")
-    k, n = (_ascii_int(p, "shard K/N") for p in parts)
-    if not 1 <= k <= n:
-        raise argparse.ArgumentTypeError(f"shard K/N needs 1 <= K <= N, not {text!r}")
-    return k, n
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _crash_point(text: str) -> int:
@@ -68,12 +90,23 @@ def _jobs(text: str) -> int:
     return value
 
 
-def _with_progress(
-    tasks: Sequence[Task], jobs: int, run: Callable[..., list[ExplorationResult]]
+def with_progress(
+    tasks: Sequence[Task],
+    jobs: int,
+    run: Callable[..., list[ExplorationResult]],
+    err: Console | None = None,
 ) -> list[ExplorationResult]:
-    """Run with a rich progress bar on a terminal, quietly otherwise."""
+    """``run(tasks, jobs=jobs, progress=...)`` with a rich progress bar on a terminal,
+    and without one a :class:`~crashpoint._options.ProgressLine` on standard error
+    every few seconds (CI logs)."""
     if not sys.stderr.isatty():
-        return run(tasks, jobs=jobs)
+        console = err or Console(stderr=True, highlight=False, soft_wrap=True)
+
+        def emit(line: str) -> None:
+            console.print(line, markup=False, highlight=False)
+
+        with ProgressLine("exploring", len(tasks), emit) as line:
+            return run(tasks, jobs=jobs, progress=line)
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
@@ -108,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="MODEL",
         help="persistence model: process-crash (default; all with --zoo), "
-        "power-loss, power-loss-reorder, or all",
+        "power-loss, power-loss-reorder, a comma-separated list, or all",
     )
     ex.add_argument(
         "--target",
@@ -161,7 +194,6 @@ def _parser() -> argparse.ArgumentParser:
         help="run every mutant under every model and faults; print the kill matrix; "
         "exit 1 if a mutant is not killed as expected or the reference shows a violation",
     )
-    parser.set_defaults(explore_usage=ex.format_usage())
     from ._verify_cli import add_verify_parser
 
     add_verify_parser(sub)
@@ -175,21 +207,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False, highlight=False, soft_wrap=True, width=width)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = "crashpoint"
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(glue_dash_values(argv, _value_options(parser)))
+        command = f"crashpoint {args.command}" if args.command else command
+        if extra:
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command)
         if args.command == "verify":
             from ._verify_cli import run_verify
 
             return run_verify(args, console, err)
         if args.command != "explore":
-            raise UsageError("a command is required: explore or verify", parser.format_usage())
+            raise UsageError("a command is required: explore or verify", "crashpoint")
         return _explore(args, console, err)
     except UsageError as exc:
-        message = exc.args[0]
-        usage = exc.args[1] if len(exc.args) > 1 else parser.get_default("explore_usage")
-        if usage:
-            err.print(usage.rstrip(), markup=False)
-        err.print(f"crashpoint: error: {message}", markup=False)
+        print_usage_error(err, exc.args[0], exc.args[1] if len(exc.args) > 1 else command)
         return EXIT_USAGE
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
@@ -227,17 +260,15 @@ def _resolve(
         raise UsageError("--fault replays one fault; --faults runs them all: give one of them")
     if args.model is None:
         args.model = "all" if args.zoo else "process-crash"
-    args.model = args.model.strip().lower()
+    try:
+        models = parse_models(args.model)
+    except ValueError as exc:
+        raise UsageError(f"--model: {exc}") from None
+    args.model = ",".join(m.name for m in models) if len(models) < len(MODELS) else "all"
     names = list(dict.fromkeys(args.scenario or SCENARIOS))  # repeated names count once
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; see `crashpoint explore --list`")
-    if args.model == "all":
-        models = list(MODELS.values())
-    elif args.model in MODELS:
-        models = [MODELS[args.model]]
-    else:
-        raise UsageError(f"unknown model {args.model!r}; known: {', '.join(MODELS)}, all")
     try:
         target = get_target(args.target or "reference")
     except KeyError as exc:
@@ -251,30 +282,66 @@ def _check_replay(
     """A crash point or fault that exists in none of the workloads is a typo, not a pass."""
     if args.crash_point is None and fault is None:
         return
-    from .faultfs import FaultKind, OpKind
+    from .faultfs import FaultKind
     from .scenarios import record
 
     ops = {w.name: record(w, target).ops for w in workloads}
     if fault is not None:
+        mutating = {name: [op for op in trace if op.kind.mutating] for name, trace in ops.items()}
         fits = [
             name
-            for name, trace in ops.items()
+            for name, trace in mutating.items()
             if fault.at < len(trace)
-            and (fault.kind is not FaultKind.SHORT_WRITE or trace[fault.at].kind is OpKind.WRITE)
-            and (fault.kind is not FaultKind.FSYNC_LOST or trace[fault.at].kind is OpKind.FSYNC)
+            and (fault.kind is FaultKind.ERROR or fault.kind in _kinds_for(trace[fault.at].kind))
         ]
         if not fits:
-            raise UsageError(
-                f"--fault {args.fault}: no selected scenario has a matching operation "
-                f"{fault.at} (operations per scenario: "
-                f"{', '.join(f'{n} {len(t)}' for n, t in ops.items())})"
-            )
+            raise UsageError(f"--fault {args.fault}: {_fault_mismatch(fault, mutating)}")
     if args.crash_point is not None and all(args.crash_point > len(t) for t in ops.values()):
         longest = max((len(t) for t in ops.values()), default=0)
         raise UsageError(
             f"--crash-point {args.crash_point}: the selected scenarios have crash points "
             f"0..{longest} at most"
         )
+
+
+def _kinds_for(op_kind: OpKind) -> set[FaultKind]:
+    """The fault kinds an operation of this kind can suffer (FAULTS_BY_OP)."""
+    from .scenarios._faults import FAULTS_BY_OP
+
+    return {kind for _, kind in FAULTS_BY_OP.get(op_kind, ())}
+
+
+def _fault_mismatch(fault: Fault, mutating: dict[str, list[Op]]) -> str:
+    """Why ``fault`` fits no selected scenario: what operation ``fault.at`` is in each,
+    and which operations the fault's kind needs."""
+    from .faultfs import FaultKind
+    from .scenarios._faults import FAULTS_BY_OP
+
+    lengths = ", ".join(f"{n} {len(t)}" for n, t in mutating.items())
+    if all(fault.at >= len(t) for t in mutating.values()):
+        return (
+            f"operation {fault.at} does not exist (operations per scenario: {lengths}; "
+            "indices start at 0)"
+        )
+    needs = sorted(
+        k.value for k, faults in FAULTS_BY_OP.items() if any(f is fault.kind for _, f in faults)
+    )
+    is_what = "; ".join(
+        f"in {n} it is {t[fault.at].kind.value} ({t[fault.at].render()})"
+        for n, t in list(mutating.items())[:3]
+        if fault.at < len(t)
+    )
+    kind = fault.kind.value if fault.kind is not FaultKind.ERROR else "this fault"
+    fitting = {
+        n: [str(op.index) for op in t if fault.kind in _kinds_for(op.kind)]
+        for n, t in list(mutating.items())[:3]
+    }
+    where = "; ".join(f"{n}: {', '.join(ix) or 'none'}" for n, ix in fitting.items())
+    return (
+        f"operation {fault.at} is not one {kind} applies to: {is_what}; "
+        f"{kind} needs {' or '.join(needs) or 'another operation'} "
+        f"(such operations: {where})"
+    )
 
 
 def _prepare_out(path: str) -> str:
@@ -288,8 +355,17 @@ def _prepare_out(path: str) -> str:
         if os.path.isdir(os.path.join(path, name)):
             raise UsageError(f"--out {path!r} holds a directory named {name}")
     if not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write to --out directory {path!r}: permission denied")
+        raise UsageError(f"cannot write to --out directory {path!r}: {_why_unwritable(path)}")
     return path
+
+
+def _why_unwritable(path: str) -> str:
+    """A read-only filesystem (EROFS) is not a permission problem: say which it is."""
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # pragma: no cover - no statvfs
+        read_only = False
+    return "it is on a read-only filesystem" if read_only else "permission denied"
 
 
 def _write_reports(report: dict[str, object], out: str) -> tuple[str, str]:
@@ -338,9 +414,9 @@ def _list(console: Console) -> int:
 
 
 def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
+    workloads, models, target = _resolve(args)  # validated with --list too
     if args.list:
         return _list(console)
-    workloads, models, target = _resolve(args)
     fault = None
     if args.fault is not None:
         from .scenarios import parse_fault
@@ -351,9 +427,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
             raise UsageError(str(exc)) from None
     _check_replay(args, workloads, target, fault)
     out = _prepare_out(args.out)
-    from .scenarios._parallel import default_jobs
-
-    jobs = args.jobs if args.jobs is not None else default_jobs()
+    jobs = cap_jobs(args.jobs, lambda line: err.print(line, markup=False, highlight=False))
     if args.zoo:
         return _zoo(args, workloads, models, out, jobs, console, err)
     from .reports import build_report, print_summary
@@ -369,7 +443,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         crash_point=args.crash_point,
         shard=args.shard,
     )
-    results = _with_progress(tasks, jobs, run_tasks)
+    results = with_progress(tasks, jobs, run_tasks, err)
     report = build_report(results, model=args.model, target=target.name)
     paths = _write_reports(report, out)
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK

@@ -41,7 +41,7 @@ from ._checkers import (
     secret_violations,
     v1_required,
 )
-from ._targets import TARGETS, Target, get_target
+from ._targets import TARGETS, Factory, Target, get_target
 from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
 __all__ = ["SECRETS", "Checker", "ExplorationResult", "Recording", "Violation", "explore", "record"]
@@ -239,15 +239,20 @@ def _render_state(
 
 
 def resolve(
-    model: PersistenceModel | str, target: Target | str | None
+    model: PersistenceModel | str, target: Target | str | Factory | None
 ) -> tuple[PersistenceModel, Target]:
-    """Accept names for a model and a target. Raises KeyError listing the known ones."""
+    """Accept names for a model and a target, and a plain ``factory(fs, base_dir)`` as
+    a target (named after the factory). Raises KeyError listing the known names."""
     if isinstance(model, str):
         model = get_model(model)
     if target is None:
         target = TARGETS["reference"]
     elif isinstance(target, str):
         target = get_target(target)
+    elif not isinstance(target, Target) and callable(target):
+        name = getattr(target, "__name__", None) or getattr(target, "__qualname__", None)
+        doc = (getattr(target, "__doc__", None) or "").strip()
+        target = Target(name or repr(target), target, doc)
     return model, target
 
 
@@ -282,7 +287,7 @@ def explore(
     workload: Workload,
     *,
     model: PersistenceModel | str = PROCESS_CRASH,
-    target: Target | str | None = None,
+    target: Target | str | Factory | None = None,
     checker: Iterable[Invariant | str] | None = None,
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
@@ -296,7 +301,8 @@ def explore(
     Args:
         workload: the workload (see ``SCENARIOS``).
         model: the persistence model or its name (default process-crash).
-        target: the storage, or its name (default ``reference``).
+        target: the storage, its name (default ``reference``), or a plain
+            ``factory(fs, base_dir)`` (a target named after the factory).
         checker: the invariants to check (default: all but F1, which needs faults).
         crash_point: only this crash point ``k`` (replaying a counterexample).
         shard: ``(K, N)``, 1 ≤ K ≤ N: only crash states whose identity falls in

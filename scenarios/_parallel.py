@@ -9,6 +9,7 @@ same whatever ``jobs`` is, so ``--jobs 2`` writes the same report as ``--jobs 1`
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from ._faults import explore_faults, fault_plan, fault_spec, parse_fault
 from ._targets import get_target
 from ._workload import SCENARIOS
 
-__all__ = ["FAULT_SLICE", "Task", "plan_tasks", "run_tasks"]
+__all__ = ["FAULT_SLICE", "Task", "ignore_interrupts", "plan_tasks", "run_tasks", "stop_workers"]
 
 FAULT_SLICE = 16
 """Faulted re-runs per task."""
@@ -123,6 +124,31 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+def ignore_interrupts() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group; the parent alone
+    handles it (and stops the workers), so a worker prints no traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: drop the queued tasks and kill the running workers (an
+    interrupted run exits in well under a second instead of finishing the queue).
+
+    Python 3.14 has ``ProcessPoolExecutor.kill_workers``; before it, the pool's worker
+    processes are reached through its ``_processes`` table."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops it
+    kill = getattr(pool, "kill_workers", None)
+    if callable(kill):  # pragma: no cover - Python 3.14+
+        kill()
+    else:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+    for process in processes:
+        process.join(timeout=2)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def run_tasks(
     tasks: Sequence[Task],
     *,
@@ -132,6 +158,8 @@ def run_tasks(
     """Run ``tasks`` on ``jobs`` processes; merge the parts of each exploration.
 
     Returns one result per (scenario, model, crashes-or-faults), in task order.
+    An exception here (``KeyboardInterrupt`` from Ctrl-C included) kills the worker
+    processes before it propagates (:func:`stop_workers`).
     """
     if jobs <= 1 or len(tasks) <= 1:
         parts = []
@@ -144,12 +172,17 @@ def run_tasks(
         # left with a big task at the end; results are put back in task order.
         order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
         parts_by_index: dict[int, ExplorationResult] = {}
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=ignore_interrupts)
+        try:
             futures = {pool.submit(run_task, tasks[i]): i for i in order}
             for done, future in enumerate(as_completed(futures), 1):
                 parts_by_index[futures[future]] = future.result()
                 if progress:
                     progress(done, len(tasks))
+        except BaseException:
+            stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
         parts = [parts_by_index[i] for i in range(len(tasks))]
     merged: dict[tuple[str, str, bool], ExplorationResult] = {}
     for task, part in zip(tasks, parts, strict=False):

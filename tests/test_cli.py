@@ -126,7 +126,7 @@ def test_replays_that_match_nothing_and_clashing_flags_are_usage_errors(
 ) -> None:
     assert main(["explore", "--out", str(tmp_path / "out"), *args]) == 2
     err = capsys.readouterr().err
-    assert "crashpoint: error:" in err and "usage:" in err and "Traceback" not in err
+    assert "crashpoint: error:" in err and "--help" in err and "Traceback" not in err
 
 
 def test_fault_names_accept_aliases_and_any_case(tmp_path: pathlib.Path) -> None:
@@ -213,3 +213,253 @@ def test_python_api_accepts_names() -> None:
 
     result = explore(SCENARIOS["first-save"], model="power-loss", target="seed")
     assert result.model == "power-loss" and result.target == "seed"
+
+
+# --- issue 10: the CLI as a new user met it ---------------------------------------------------
+def _children(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_ctrl_c_stops_the_workers_and_exits_130_promptly(tmp_path: pathlib.Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "crashpoint", "explore", "--model", "all", "--faults"),
+            *("--jobs", "2", "--out", str(tmp_path)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the run never started its worker processes"
+        time.sleep(1.0)  # let them get into the work
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert took < 5, f"exit took {took:.1f} s after SIGINT"
+    time.sleep(0.5)
+    assert [w for w in workers if _alive(w)] == []
+    assert b"Traceback" not in err
+
+
+def test_jobs_are_capped_at_the_usable_cores(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from crashpoint._options import cap_jobs, usable_cores
+
+    assert usable_cores() == len(__import__("os").sched_getaffinity(0))
+    notices: list[str] = []
+    assert cap_jobs(1000, notices.append) == usable_cores()
+    assert len(notices) == 1 and "\n" not in notices[0] and "1000" in notices[0]
+    assert cap_jobs(1, notices.append) == 1 and len(notices) == 1
+    assert cap_jobs(None, notices.append) == usable_cores() and len(notices) == 1
+
+
+def test_jobs_above_the_cores_run_on_the_cores_with_a_notice(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import crashpoint.scenarios._parallel as parallel
+
+    seen: list[int] = []
+    real = parallel.run_tasks
+
+    def spy(tasks: object, *, jobs: int = 1, **kw: object) -> object:
+        seen.append(jobs)
+        return real(tasks, jobs=1, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parallel, "run_tasks", spy)
+    code = main(["explore", "--scenario", "first-save", "--jobs", "1000", "--out", str(tmp_path)])
+    assert code == 0
+    from crashpoint._options import usable_cores
+
+    assert seen == [usable_cores()]
+    err = capsys.readouterr().err
+    notice = [line for line in err.splitlines() if "1000" in line]
+    assert len(notice) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "cosmic-ray"],
+        ["--bogus-flag"],
+        ["--shard", "x"],
+        ["--list", "--model", "nope"],
+    ],
+)
+def test_a_usage_error_is_the_reason_and_one_hint_line(
+    args: list[str], tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explore", "--out", str(tmp_path / "out"), *args]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 2, captured.err
+    assert lines[0].startswith("crashpoint: error: ")
+    assert "crashpoint explore --help" in lines[1]
+    assert "usage:" not in captured.err and captured.out == ""
+
+
+def test_list_validates_the_other_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", "--list", "--model", "nope"]) == 2
+    assert main(["explore", "--list", "--target", "nope"]) == 2
+    assert main(["explore", "--list", "--scenario", "nope"]) == 2
+    assert main(["explore", "--list", "--model", "power-loss"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--shard", "-1/2"], ["1 <= K <= N"]),
+        (["--shard=-1/2"], ["1 <= K <= N"]),
+        (["--fault", "-1:EIO"], ["AT:NAME"]),
+        (["--crash-point", "-3"], [">= 0"]),
+        (["--fault", "2:fsyncgate", "--scenario", "first-save"], ["fsync", "create"]),
+        (["--fault", "0:short-write", "--scenario", "first-save"], ["mkdir", "write"]),
+    ],
+)
+def test_negative_values_and_mismatched_faults_get_a_proper_reason(
+    args: list[str], words: list[str], tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explore", "--out", str(tmp_path / "out"), *args]) == 2
+    err = capsys.readouterr().err
+    reason = err.splitlines()[0]
+    assert "expected one argument" not in reason and "no matching operation" not in reason
+    assert all(w in reason for w in words), reason
+
+
+def test_a_read_only_out_is_reported_as_read_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    real_statvfs = os.statvfs
+
+    class ReadOnly:
+        def __init__(self, path: str) -> None:
+            self._st = real_statvfs(path)
+
+        def __getattr__(self, name: str) -> object:
+            if name == "f_flag":
+                return self._st.f_flag | os.ST_RDONLY
+            return getattr(self._st, name)
+
+    monkeypatch.setattr(os, "statvfs", ReadOnly)
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: False)
+    assert main(["explore", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "read-only" in err and "permission denied" not in err
+
+
+def test_model_accepts_a_comma_list(tmp_path: pathlib.Path) -> None:
+    code, report = run(
+        ["--scenario", "first-save", "--model", "process-crash, power-loss"], tmp_path
+    )
+    assert code == 0
+    models = {s.get("model") for s in report["scenarios"]}
+    assert models == {"process-crash", "power-loss"}, models
+
+
+def test_parse_models_is_shared_by_the_cli_and_the_plugin() -> None:
+    from crashpoint._options import parse_models
+
+    assert [m.name for m in parse_models("power-loss,process-crash")] == [
+        "power-loss",
+        "process-crash",
+    ]
+    assert len(parse_models("all")) == 3
+    assert [m.name for m in parse_models(" Power-Loss ,power-loss")] == ["power-loss"]
+    for bad in ("", "nope", "power-loss,,", "all,power-loss"):
+        with pytest.raises(ValueError):
+            parse_models(bad)
+
+
+def test_without_a_terminal_a_progress_line_comes_every_few_seconds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    import crashpoint._options as options
+    import crashpoint.scenarios._parallel as parallel
+
+    real = parallel.run_tasks
+
+    def slow(tasks: object, **kw: object) -> object:
+        time.sleep(0.5)
+        return real(tasks, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(options, "PROGRESS_INTERVAL", 0.1)
+    monkeypatch.setattr(parallel, "run_tasks", slow)
+    assert main(["explore", "--scenario", "first-save", "--out", str(tmp_path)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "exploring:" in line]
+    assert len(lines) >= 2, lines
+    assert all("tasks" in line and " s" in line for line in lines)
+
+
+def test_progress_line_reports_counts_and_seconds() -> None:
+    import time
+
+    from crashpoint._options import ProgressLine
+
+    lines: list[str] = []
+    with ProgressLine("exploring", 4, lines.append, interval=0.05) as update:
+        update(1, 4)
+        time.sleep(0.2)
+        update(3, 4)
+        time.sleep(0.2)
+    assert lines and lines[0].startswith("exploring: 1/4 tasks, ")
+    assert lines[-1].startswith("exploring: 3/4 tasks, ")
+    assert all(line.endswith(" s") for line in lines)
+
+
+def test_explore_accepts_a_plain_callable_as_target() -> None:
+    from crashpoint.core import FileStateStorage
+    from crashpoint.scenarios import explore
+
+    def legacy_storage(fs: object, base: str) -> FileStateStorage:
+        return FileStateStorage(fs, base, sync="none", ended_marker="legacy")  # type: ignore[arg-type]
+
+    result = explore(SCENARIOS["three-saves"], model="power-loss", target=legacy_storage)
+    assert result.target == "legacy_storage"  # named after the factory
+    assert "R1" in result.killed_by() or result.violations
+    same = explore(
+        SCENARIOS["three-saves"],
+        model="power-loss",
+        target=lambda fs, base: FileStateStorage(fs, base, sync="none", ended_marker="legacy"),
+    )
+    assert len(same.violations) == len(result.violations)

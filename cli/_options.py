@@ -1,0 +1,181 @@
+"""Option parsing and run plumbing shared by every command and the pytest plugin.
+
+Nothing here imports the harness at module level, so the pytest plugin stays cheap to
+import (STYLE.md §10). Each parser raises ``ValueError`` with a one-line reason that
+the caller reports as a usage error (exit 2; pytest's ``UsageError`` in the plugin).
+
+* :func:`parse_models` — ``all`` or a comma-separated list of persistence models;
+* :func:`parse_shard` — ``K/N`` with 1 ≤ K ≤ N;
+* :func:`usable_cores`, :func:`cap_jobs` — ``--jobs`` never above the usable cores;
+* :func:`glue_dash_values` — ``--shard -1/2`` reaches the option's own check;
+* :class:`ProgressLine` — one progress line every few seconds when stderr is no terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .faultfs import PersistenceModel
+
+__all__ = [
+    "PROGRESS_INTERVAL",
+    "ProgressLine",
+    "cap_jobs",
+    "glue_dash_values",
+    "parse_models",
+    "parse_shard",
+    "usable_cores",
+]
+
+PROGRESS_INTERVAL = 5.0
+"""Seconds between two progress lines when standard error is not a terminal."""
+
+
+def parse_models(spec: str) -> list[PersistenceModel]:
+    """``"all"`` or comma-separated model names (any case, spaces ignored, repeats
+    counted once), in the order given. Raises ValueError naming the known models."""
+    from .faultfs import MODELS
+
+    known = f"known: {', '.join(MODELS)}, all (or a comma-separated list)"
+    names = [part.strip().lower() for part in spec.split(",")]
+    if names == ["all"]:
+        return list(MODELS.values())
+    if any(not n for n in names):
+        raise ValueError(f"empty model name in {spec!r}; {known}")
+    for name in names:
+        if name not in MODELS:
+            hint = "; 'all' stands alone" if name == "all" else ""
+            raise ValueError(f"unknown persistence model {name!r}{hint}; {known}")
+    return [MODELS[n] for n in dict.fromkeys(names)]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` as ``(K, N)``. Raises ValueError unless 1 ≤ K ≤ N (ASCII digits)."""
+    k_text, sep, n_text = text.strip().partition("/")
+    if not sep:
+        raise ValueError(f"a shard looks like K/N (e.g. 2/4), not {text!r}")
+    try:
+        k, n = (_ascii_int(part) for part in (k_text, n_text))
+    except ValueError:
+        raise ValueError(f"a shard looks like K/N with integers K and N, not {text!r}") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"shard K/N needs 1 <= K <= N, not {text!r}")
+    return k, n
+
+
+def _ascii_int(text: str) -> int:
+    text = text.strip()
+    if not (text.isascii() and text.lstrip("-").isdigit() and text.count("-") <= 1):
+        raise ValueError(f"not an integer: {text!r}")
+    return int(text)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (``os.sched_getaffinity``; ``os.cpu_count``
+    where that does not exist)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def cap_jobs(requested: int | None, notice: Callable[[str], None]) -> int:
+    """Worker processes to start for ``--jobs requested`` (None: all usable cores).
+
+    More processes than cores only cost memory (each worker holds the harness), so a
+    request above :func:`usable_cores` is capped, and ``notice`` gets one line."""
+    cores = usable_cores()
+    if requested is None:
+        return cores
+    if requested > cores:
+        notice(f"crashpoint: --jobs {requested} capped at {cores} (the usable cores)")
+        return cores
+    return requested
+
+
+def glue_dash_values(argv: Sequence[str], takes_value: Collection[str]) -> list[str]:
+    """``["--shard", "-1/2"]`` → ``["--shard=-1/2"]`` for options in ``takes_value``.
+
+    argparse reads a value that starts with ``-`` as the next option and says only
+    "expected one argument"; glued, the value reaches the option's own check, which
+    says what is wrong with it. A following token that is itself an option of
+    ``takes_value`` (or ``--``) is left alone."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if (
+            token in takes_value
+            and nxt is not None
+            and nxt.startswith("-")
+            and nxt != "--"
+            and not nxt.startswith("--")
+        ):
+            out.append(f"{token}={nxt}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+class ProgressLine:
+    """A progress line (``"exploring: 12/40 tasks, 8 s"``) every ``interval`` seconds,
+    from a timer thread, for logs that are not terminals. Use as a context manager;
+    the object it yields is the ``progress(done, total)`` callback.
+
+    Args:
+        what: the word before the colon.
+        total: how many units the run has.
+        emit: takes each line (e.g. printing to standard error).
+        interval: seconds between lines (default :data:`PROGRESS_INTERVAL`).
+        unit: the unit's plural, shown after the counts.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        total: int,
+        emit: Callable[[str], None],
+        *,
+        interval: float | None = None,
+        unit: str = "tasks",
+    ) -> None:
+        self.what, self.total, self.emit, self.unit = what, total, emit, unit
+        self.interval = PROGRESS_INTERVAL if interval is None else interval
+        self.done = 0
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="crashpoint-progress", daemon=True)
+
+    def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def line(self) -> str:
+        seconds = time.monotonic() - self._started
+        return f"{self.what}: {self.done}/{self.total} {self.unit}, {seconds:.0f} s"
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.emit(self.line())
+
+    def __enter__(self) -> ProgressLine:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
