@@ -42,7 +42,8 @@ from ..faultfs import (
     makedirs,
     write_bytes,
 )
-from ._engine import Counterexample, EngineResult
+from ._checkers import INVARIANTS
+from ._engine import Counterexample, EngineResult, InvariantInfo, register_invariants
 from ._targets import Target
 from ._usertarget import BadTarget, Runner, make_runner
 from ._workload import BASE_DIR, SCENARIOS, CallKind, Workload
@@ -58,6 +59,10 @@ __all__ = [
     "storage_target",
     "verify_state_storage",
 ]
+
+register_invariants(
+    InvariantInfo(i.value, i.label, i.severity, i.meaning) for i in INVARIANTS
+)  # the agent-state kind's invariants, for counterexamples of user storages
 
 REFERENCE_LAYOUT_SCENARIOS = frozenset(
     {
@@ -304,9 +309,9 @@ def _c13_8_empty_contents(make: Make) -> None:
     st = make(_fresh())
     s = _state()
     s.messages.append(Message("assistant", (), tool_calls=(ToolCall("c1", "t", "{}"),)))
-    s.messages.append(Message("tool", (), tool_call_id="c1"))
+    s.messages.append(Message("tool", (TextPart("done"),), tool_call_id="c1"))
     st.save(s)
-    assert st.load("s1") == s, "a tool-call-only message and an empty tool result round-trip"
+    assert st.load("s1") == s, "an assistant message with tool calls and no content round-trips"
 
 
 CONFORMANCE: tuple[Check, ...] = (
@@ -325,7 +330,7 @@ CONFORMANCE: tuple[Check, ...] = (
     Check("13.4", "an unsupported main never falls back to bak", _c13_4_unsupported, True),
     Check("13.5", "hostile ids never reach outside the base directory", _c13_5_traversal),
     Check("13.6", "an unpaired history is refused and nothing written", _c13_6_pairing),
-    Check("13.8", "empty contents round-trip", _c13_8_empty_contents),
+    Check("13.8", "a tool-call-only assistant message round-trips", _c13_8_empty_contents),
 )
 """The seed's checklist §13.1–13.6, §13.8 against any storage (13.7, suspend/resume,
 is the runtime's)."""

@@ -259,7 +259,9 @@ class DocumentKind:
         self.initial_state = boot.crash_state()
         self.initial: DocObservation | None = None
         self.leftovers: dict[str, int] = {}
-        self._clean_paths: dict[str, frozenset[str]] = {}
+        self._runs: dict[tuple[str, tuple[str, ...], Fault | None], Run] = {}
+        self.observed: dict[CrashState, DocObservation] = {}
+        """Observations of crash states, shared by every workload and model."""
 
     # --- workloads ------------------------------------------------------------------
     def workload(self, name: str) -> DocWorkload:
@@ -306,9 +308,9 @@ class DocumentKind:
     def armed_faults(self, workload: DocWorkload, base: Run) -> list[Fault]:
         """The fault ``save-after-failure`` arms: ENOSPC at the second save's first
         write (its first operation if it writes nothing)."""
-        if not workload.arm_failure or len(base.steps) < 2:
+        step = next((s for s in base.steps if s.label == "save#1"), None)
+        if not workload.arm_failure or step is None:
             return []
-        step = next(s for s in base.steps if s.label == "save#1")
         span = base.ops[step.begin : step.end]
         op = next((o for o in span if o.kind is OpKind.WRITE), span[0] if span else None)
         return [] if op is None else [Fault(op.index, errno.ENOSPC)]
@@ -319,10 +321,20 @@ class DocumentKind:
         return ids if faults else tuple(i for i in ids if i != "A4")
 
     def record(self, workload: DocWorkload, fault: Fault | None) -> Run:
+        """Run ``workload`` (see :class:`~crashpoint.scenarios._engine.Kind`); runs are
+        deterministic (the interception is seeded again per run), so each (workload,
+        fault) is recorded once and shared by every model."""
+        key = (workload.name, tuple(map(repr, workload.values)), fault)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = self._record(workload, fault)
+        return run
+
+    def _record(self, workload: DocWorkload, fault: Fault | None) -> Run:
         fs = MemoryFileSystem(self.initial_state)
         rec = RecordingFileSystem(fs, fault=fault)
         runner = self.runner
-        escapes0, unsupported0 = len(runner.escapes()), len(runner.unsupported())
+        escapes0 = len(runner.escapes())
         obj = runner.call("the factory", lambda: runner.build(rec))
         steps: list[Step] = []
         data = _RunData(initial_paths=frozenset(p for p, _ in self.initial_state.files))
@@ -361,16 +373,17 @@ class DocumentKind:
                 load.end = rec.op_count
                 steps.append(load)
         final = frozenset(p for p, _ in fs.crash_state().files)
-        if fault is None:
-            self._clean_paths[workload.name] = final
         # Leftovers are judged against the crash-free run of the same workload.
-        data.final_paths = self._clean_paths.get(workload.name, final)
+        if fault is None:
+            data.final_paths = final
+        else:
+            data.final_paths = self.record(workload, None).data.final_paths
         return Run(
             self.initial_state,
             list(rec.trace.ops),
             steps,
             fault,
-            runner.unsupported()[unsupported0:],
+            runner.unsupported(),  # one interception per verify: every call it saw
             runner.escapes()[escapes0:],
             data,
         )
@@ -454,6 +467,7 @@ class DocumentKind:
             label
             for path, blob in state.files
             if path in data.final_paths
+            and not _outside(path, self.base)
             and (label := data.blobs.get(blob)) is not None
             and not self._initial_value_is(label, saves, init)
         ]

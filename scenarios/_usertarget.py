@@ -146,7 +146,7 @@ def _intercept_function() -> Callable[..., Any] | None:
     found = getattr(faultfs, "intercept", None)
     if found is None:
         try:
-            found = getattr(importlib.import_module(f"{faultfs.__name__}._intercept"), "intercept")
+            found = importlib.import_module(f"{faultfs.__name__}._intercept").intercept
         except ImportError:
             return None
     return found if callable(found) else None

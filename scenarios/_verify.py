@@ -104,9 +104,11 @@ class VerifyResult:
 
     @property
     def verdict(self) -> str:
-        if self.counterexamples or self.failed_checks:
-            return "violation"
-        return "incomplete" if self.incomplete else "clean"
+        """``incomplete`` (a call the model cannot represent: findings after it are not
+        a full account), ``violation`` or ``clean``."""
+        if self.incomplete:
+            return "incomplete"
+        return "violation" if self.counterexamples or self.failed_checks else "clean"
 
     def killed_by(self) -> list[str]:
         found: list[str] = []
@@ -255,7 +257,7 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
     workload = doc.workload("first-save")
     run = doc.record(workload, None)
     save = run.steps[0]
-    if save.error is not None:
+    if save.error is not None and not run.unsupported:
         raise BadTarget(f"target {name!r}: save() raised on a clean run: {save.error}")
     if not run.ops and not run.escapes:
         raise BadTarget(
@@ -265,7 +267,7 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
     from ..faultfs import CrashState
 
     final = CrashState(tuple(sorted(_final_files(run))), tuple(sorted(doc.initial_state.dirs)))
-    if not run.escapes:
+    if not run.escapes and not run.unsupported:
         obs = doc.observe(final)
         if obs.error is not None:
             raise BadTarget(f"target {name!r}: load() raised after a clean save: {obs.error}")
@@ -360,6 +362,7 @@ def _explore(
         crashes=crashes,
         crash_point=crash_point,
         fault_window=None if fault is not None else 1,
+        observed=doc.observed,
     )
 
 
@@ -405,7 +408,13 @@ def _search_random(
 
     def fails(values: list[Any]) -> bool:
         last[:] = values
-        r = explore_kind(doc, DocWorkload("random", tuple(values)), model=model, target=doc.target)
+        r = explore_kind(
+            doc,
+            DocWorkload("random", tuple(values)),
+            model=model,
+            target=doc.target,
+            observed=doc.observed,
+        )
         seen.crash_points += r.crash_points
         seen.raw_states += r.raw_states
         seen.cut += r.cut

@@ -17,6 +17,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -52,10 +53,8 @@ class JsonStore:
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
         fd = os.open(self.base_dir, os.O_RDONLY)
         try:

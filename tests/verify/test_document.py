@@ -1,0 +1,166 @@
+"""The document kind through the Python API (SPEC.md §10): every invariant A1–A5 and
+S1 is shown to catch a deliberately broken store; correct stores pass. Findings are
+pinned by invariant, model and crash state, never by wording."""
+
+from __future__ import annotations
+
+import os
+
+import crashpoint
+import pytest
+import stores
+from crashpoint.scenarios._usertarget import BadTarget, TargetTimeout, load_factory
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "stores", "jsonstore.py")
+
+
+def example(name: str) -> object:
+    return load_factory(f"{os.path.abspath(EXAMPLE)}:{name}")
+
+
+def test_the_durable_store_passes_every_model() -> None:
+    # With --faults too: tests/verify/test_verify_cli.py (acceptance 2, through the CLI).
+    result = crashpoint.verify(
+        example("JsonStore"), model="all", workloads=["first-save", "save-after-failure"]
+    )
+    result.assert_no_violations()
+    assert result.mode == "intercepted" and result.verdict == "clean"
+    assert {r.model for r in result.results} == {
+        "process-crash",
+        "power-loss",
+        "power-loss-reorder",
+    }
+    assert all(r.crash_points > 0 and r.distinct_states > 0 for r in result.results)
+    assert sum(r.faults for r in result.results) == 3  # save-after-failure's armed fault
+    assert result.leftovers > 0  # the temporary file of a save cut short is counted
+
+
+def test_in_place_write_breaks_atomicity_under_process_crash() -> None:
+    result = crashpoint.verify(example("InPlaceJsonStore"), workloads=["first-save"])
+    assert result.killed_by() == ["A1"]
+    first = result.counterexamples[0]
+    assert first.model == "process-crash"
+    assert first.crash_state == {"doc.json": "empty"}  # truncated, nothing written yet
+    with pytest.raises(AssertionError):
+        result.assert_no_violations()
+
+
+def test_missing_fsyncs_break_durability_under_power_loss_only() -> None:
+    crash = crashpoint.verify(example("NoFsyncJsonStore"), workloads=["first-save", "resize"])
+    assert crash.ok
+    power = crashpoint.verify(
+        example("NoFsyncJsonStore"), model="power-loss", workloads=["first-save"]
+    )
+    assert "A2" in power.killed_by()
+    a2 = next(c for c in power.counterexamples if c.invariant == "A2")
+    assert a2.operation == "(no crash: the run completed)"  # acknowledged, then lost
+    assert a2.crash_state == {"doc.json": "empty"}
+    assert "A2" in a2.broken and "A1" in a2.broken  # every invariant the state breaks
+
+
+def test_a_load_that_resets_over_a_complete_backup_breaks_no_silent_reset() -> None:
+    result = crashpoint.verify(stores.BakResetStore, workloads=["resize"], shrink=False)
+    assert "A3" in result.killed_by()
+    a3 = next(c for c in result.counterexamples if c.invariant == "A3")
+    assert "doc.json.bak" in a3.crash_state
+
+
+def test_a_failed_save_that_deletes_the_document_breaks_clean_failure() -> None:
+    result = crashpoint.verify(stores.FailureDeletesStore, workloads=["save-after-failure"])
+    assert "A4" in result.killed_by()
+    a4 = next(c for c in result.counterexamples if c.invariant == "A4")
+    assert a4.fault.endswith(":ENOSPC")
+    assert "doc.json" not in a4.crash_state
+
+
+def test_reading_a_leftover_is_a_warning_not_a_violation() -> None:
+    result = crashpoint.verify(stores.StrayReadStore, workloads=["resize"])
+    assert result.ok and result.verdict == "clean"
+    assert {w.invariant for w in result.warnings} == {"A5"}
+    assert all(any(name.endswith(".tmp") for name in w.crash_state) for w in result.warnings)
+
+
+def test_writing_outside_the_base_directory_breaks_confinement() -> None:
+    result = crashpoint.verify(stores.OutsideStore, workloads=["first-save"])
+    assert result.killed_by() == ["S1"]
+    s1 = result.counterexamples[0]
+    assert "/data/elsewhere.json" in s1.got
+
+
+def test_a_save_that_writes_nothing_is_refused() -> None:
+    with pytest.raises(BadTarget, match="save returned but no file operation was recorded"):
+        crashpoint.verify(stores.SilentStore)
+
+
+@pytest.mark.parametrize(
+    "factory", [stores.RaisingSaveStore, stores.raising_factory, stores.wrong_signature]
+)
+def test_a_target_that_cannot_run_cleanly_is_a_bad_target(factory: object) -> None:
+    with pytest.raises(BadTarget):
+        crashpoint.verify(factory)  # type: ignore[arg-type]
+
+
+def test_a_hanging_save_is_stopped_by_the_timeout() -> None:
+    with pytest.raises(TargetTimeout) as e:
+        crashpoint.verify(stores.HangingStore, timeout=0.5)
+    assert "save()" in e.value.call
+
+
+@pytest.mark.parametrize(
+    ("factory", "call"),
+    [(stores.LinkStore, "os.link"), (stores.SubprocessStore, "subprocess.Popen")],
+)
+def test_an_unsupported_call_makes_the_verdict_incomplete(factory: object, call: str) -> None:
+    result = crashpoint.verify(factory, workloads=["first-save"])  # type: ignore[arg-type]
+    assert result.verdict == "incomplete" and not result.ok
+    assert call in result.unsupported
+    with pytest.raises(AssertionError):
+        result.assert_no_violations()
+
+
+def test_protocol_targets_run_on_the_recording_filesystem() -> None:
+    result = crashpoint.verify(
+        stores.ProtocolStore,
+        model="power-loss",
+        faults=True,
+        workloads=["first-save", "save-after-failure"],
+    )
+    assert result.mode == "protocol"
+    result.assert_no_violations()
+
+
+def test_flat_string_values_for_env_like_stores() -> None:
+    result = crashpoint.verify(stores.EnvStore, workloads=["first-save", "random"], examples=5)
+    assert result.values == "flat-strings"  # the factory's crashpoint_values
+    result.assert_no_violations()
+
+
+def test_a_failing_workload_shrinks_to_the_fewest_saves() -> None:
+    result = crashpoint.verify(example("InPlaceJsonStore"), workloads=["resize"])
+    assert result.shrunk == {"resize (process-crash)": result.results[0].workload}
+    kept = result.results[0].workload.split(":", 1)[1].split(",")
+    assert len(kept) == 1
+    assert result.killed_by() == ["A1"]
+
+
+def test_the_random_workload_is_drawn_and_shrunk_by_hypothesis_deterministically() -> None:
+    one = crashpoint.verify(example("InPlaceJsonStore"), workloads=["random"], seed=3)
+    two = crashpoint.verify(example("InPlaceJsonStore"), workloads=["random"], seed=3)
+    assert one.killed_by() == ["A1"]
+    assert [c.replay for c in one.counterexamples] == [c.replay for c in two.counterexamples]
+    assert one.results[0].operations == two.results[0].operations
+
+
+def test_a_replay_finds_the_same_counterexample_at_its_crash_point() -> None:
+    full = crashpoint.verify(
+        example("NoFsyncJsonStore"), model="power-loss", workloads=["first-save"]
+    )
+    first = full.counterexamples[0]
+    again = crashpoint.verify(
+        example("NoFsyncJsonStore"),
+        model="power-loss",
+        workloads=["first-save"],
+        crash_point=first.crash_point,
+    )
+    assert {c.crash_point for c in again.counterexamples} == {first.crash_point}
+    assert first.state_digest in {c.state_digest for c in again.counterexamples}

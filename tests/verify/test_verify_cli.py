@@ -1,0 +1,353 @@
+"""``crashpoint verify`` end to end through the CLI (issue 8, acceptance 2 and 3):
+exit codes, the report files, replays, baselines, bad targets, and that nothing
+touches a real file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crashpoint._cli import main
+
+HERE = Path(__file__).resolve().parent
+STORE = HERE.parent.parent / "examples" / "stores" / "jsonstore.py"
+STORES = HERE / "stores.py"
+
+
+def run(capsys: pytest.CaptureFixture[str], out: Path, *args: str) -> tuple[int, str, str]:
+    code = main(["verify", *args, "--out", str(out)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def report(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return data
+
+
+def killed(rep: dict[str, Any], model: str) -> set[str]:
+    return {i for s in rep["scenarios"] if s["model"] == model for i in s["killed_by"]}
+
+
+# --- acceptance 2: the plain-stdlib store ----------------------------------------------------
+
+
+def test_the_durable_store_passes_every_model_with_every_fault(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(
+        capsys,
+        tmp_path,
+        f"{STORE}:JsonStore",
+        "--kind",
+        "document",
+        "--model",
+        "all",
+        "--faults",
+        "--examples",
+        "5",
+    )
+    assert code == 0, out
+    rep = report(tmp_path)
+    assert rep["verdict"] == "clean" and rep["mode"] == "intercepted"
+    assert rep["totals"]["violations"] == 0 and rep["totals"]["distinct_states"] > 0
+    assert {s["model"] for s in rep["scenarios"]} == {
+        "process-crash",
+        "power-loss",
+        "power-loss-reorder",
+    }
+    assert all(s["faults"] > 0 for s in rep["scenarios"])
+    assert {"A1", "A2", "A3", "A4", "A5", "S1"} <= {
+        i for s in rep["scenarios"] for i in s["invariants"]
+    }
+    assert (tmp_path / "report.md").read_text(encoding="utf-8").startswith("# crashpoint report")
+
+
+def test_without_its_fsyncs_the_store_fails_power_loss(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(
+        capsys,
+        tmp_path,
+        f"{STORE}:NoFsyncJsonStore",
+        "--model",
+        "process-crash,power-loss",
+        "--workload",
+        "first-save",
+        "--workload",
+        "resize",
+    )
+    assert code == 1
+    rep = report(tmp_path)
+    assert "A2" in killed(rep, "power-loss")
+    assert killed(rep, "process-crash") == set()
+
+
+def test_written_in_place_the_store_fails_process_crash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(capsys, tmp_path, f"{STORE}:InPlaceJsonStore", "--workload", "first-save")
+    assert code == 1
+    rep = report(tmp_path)
+    assert killed(rep, "process-crash") == {"A1"}
+    ce = rep["counterexample"]
+    assert ce["invariant"] == "A1" and ce["crash_state"] == {"doc.json": "empty"}
+    assert rep["scenarios"][0]["violations"][0]["broken"] == ["A1"]
+
+
+def test_a_counterexample_replays_from_its_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run(
+        capsys,
+        tmp_path / "a",
+        f"{STORE}:NoFsyncJsonStore",
+        "--model",
+        "power-loss",
+        "--workload",
+        "save-after-failure",
+    )
+    ce = report(tmp_path / "a")["counterexample"]
+    argv = shlex.split(ce["replay"])
+    assert argv[:3] == ["crashpoint", "verify", f"{STORE}:NoFsyncJsonStore"]
+    code, _, _ = run(capsys, tmp_path / "b", *argv[2:])
+    assert code == 1
+    again = report(tmp_path / "b")
+    found = [v for s in again["scenarios"] for v in s["violations"]]
+    assert {v["crash_point"]["index"] for v in found} == {ce["crash_point"]["index"]}
+    assert ce["state_digest"] in {v["state_digest"] for v in found}
+    assert ce["invariant"] in {v["invariant"] for v in found}
+
+
+def test_a_baseline_fails_only_on_new_findings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = f"{STORE}:InPlaceJsonStore"
+    assert run(capsys, tmp_path / "old", target, "--workload", "first-save")[0] == 1
+    baseline = str(tmp_path / "old" / "report.json")
+    code, out, _ = run(
+        capsys, tmp_path / "same", target, "--workload", "first-save", "--baseline", baseline
+    )
+    assert code == 0, out
+    assert report(tmp_path / "same")["baseline"]["new"] == []
+    code, _, _ = run(
+        capsys,
+        tmp_path / "new",
+        f"{STORE}:NoFsyncJsonStore",
+        "--model",
+        "power-loss",
+        "--workload",
+        "first-save",
+        "--baseline",
+        baseline,
+    )
+    assert code == 1
+    assert report(tmp_path / "new")["baseline"]["new"]
+
+
+def test_the_hypothesis_database_stays_out_of_the_working_directory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run(
+        capsys,
+        tmp_path / "out",
+        f"{STORE}:InPlaceJsonStore",
+        "--workload",
+        "random",
+        "--examples",
+        "3",
+    )
+    assert code == 1
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_an_unsupported_call_is_named_and_the_verdict_incomplete(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, tmp_path, f"{STORES}:LinkStore", "--workload", "first-save")
+    assert code == 1
+    rep = report(tmp_path)
+    assert rep["verdict"] == "incomplete" and "os.link" in rep["incomplete"]
+    assert "os.link" in out
+
+
+# --- acceptance 3: no false green, confinement, nothing real touched ---------------------------
+
+
+def test_a_save_that_writes_nothing_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, tmp_path, f"{STORES}:SilentStore")
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert lines[0].startswith(
+        "crashpoint: error: save returned but no file operation was recorded"
+    )
+    assert "SilentStore" in lines[0]
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_a_store_writing_outside_its_base_directory_is_s1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(capsys, tmp_path, f"{STORES}:OutsideStore", "--workload", "first-save")
+    assert code == 1
+    assert killed(report(tmp_path), "process-crash") == {"S1"}
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        (f"{STORES}:NoSuchFactory", "has no attribute"),
+        (f"{HERE / 'broken_import.py'}:Store", "import failed"),
+        (f"{HERE / 'missing.py'}:Store", "no such file"),
+        ("no_such_package_xyz.stores:Store", "import failed"),
+        (f"{STORES}:wrong_signature", "wrong signature"),
+        (f"{STORES}:raising_factory", "factory raised"),
+        (f"{STORES}:RaisingSaveStore", "save() raised on a clean run"),
+        ("nocolon", "expected package.module:factory"),
+    ],
+)
+def test_a_bad_target_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str, reason: str
+) -> None:
+    code, _, err = run(capsys, tmp_path, target)
+    assert code == 2
+    first = err.strip().splitlines()[0]
+    assert first.startswith("crashpoint: error: ") and reason in first
+    assert target.rsplit(":", 1)[0].rsplit("/", 1)[-1] in first
+    assert "Traceback" not in err
+
+
+def test_a_hanging_target_is_stopped_and_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, tmp_path, f"{STORES}:HangingStore", "--timeout", "0.5")
+    assert code == 2
+    assert "save()" in err and "--timeout" in err
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for args in (
+        ["--model", "nope"],
+        ["--faults", "--fault", "1:EIO"],
+        ["--fault", "1:NOPE"],
+        ["--timeout", "0"],
+        ["--kind", "state-storage", "--values", "json"],
+        ["--workload", "no-such-workload"],
+    ):
+        code, _, err = run(capsys, tmp_path, f"{STORE}:JsonStore", *args)
+        assert code == 2, args
+        assert "crashpoint: error:" in err and "Traceback" not in err
+
+
+AUDIT = textwrap.dedent(
+    """
+    import json, os, sys
+    out = os.path.realpath(sys.argv[1])
+    writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    touched = []
+
+    def mine(path):
+        real = os.path.realpath(os.fsdecode(path))
+        return real == out or real.startswith(out + os.sep)
+
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes)):
+            flags = args[2] if isinstance(args[2], int) else 0
+            mode = args[1] if isinstance(args[1], str) else ""
+            if (flags & writes or any(c in mode for c in "wax+")) and not mine(args[0]):
+                touched.append([event, os.fsdecode(args[0])])
+        elif event in ("os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.truncate",
+                       "os.link", "os.symlink", "os.chmod", "os.utime", "shutil.rmtree"):
+            paths = [a for a in args if isinstance(a, (str, bytes))]
+            if paths and not all(mine(p) for p in paths):
+                touched.append([event] + [os.fsdecode(p) for p in paths])
+
+    sys.addaudithook(hook)
+    from crashpoint._cli import main
+    code = main(["verify", *sys.argv[2:], "--out", sys.argv[1]])
+    print("AUDIT " + json.dumps(touched))
+    sys.exit(code)
+    """
+)
+
+
+@pytest.mark.parametrize(("name", "expected"), [("SilentStore", 2), ("OutsideStore", 1)])
+def test_no_real_file_is_touched_audit_hook(tmp_path: Path, name: str, expected: int) -> None:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            AUDIT,
+            str(tmp_path / "out"),
+            f"{STORES}:{name}",
+            "--workload",
+            "first-save",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == expected, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("AUDIT "))
+    assert json.loads(line[6:]) == []
+    assert not os.path.exists("/data/elsewhere.json")
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+# --- the state-storage kind ------------------------------------------------------------------
+
+
+def test_state_storage_reference_intercepted_through_the_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(
+        capsys,
+        tmp_path,
+        f"{HERE / 'targets.py'}:reference",
+        "--kind",
+        "state-storage",
+        "--format",
+        "reference",
+        "--model",
+        "power-loss",
+    )
+    assert code == 0, out
+    rep = report(tmp_path)
+    assert rep["kind"] == "state-storage" and rep["mode"] == "intercepted"
+    assert all(c["passed"] for c in rep["conformance"]) and len(rep["conformance"]) == 12
+    assert "future-main" in {s["name"] for s in rep["scenarios"]}
+
+
+def test_state_storage_mutant_fails_verify_through_the_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(
+        capsys,
+        tmp_path,
+        "crashpoint.scenarios._mutants:DeleteMainFirst",
+        "--kind",
+        "state-storage",
+        "--workload",
+        "delete",
+    )
+    assert code == 1
+    rep = report(tmp_path)
+    assert "D1" in killed(rep, "process-crash")
+    replay = rep["counterexample"]["replay"]
+    assert replay.startswith(
+        "crashpoint verify crashpoint.scenarios._mutants:DeleteMainFirst "
+        "--kind state-storage --workload delete"
+    )
