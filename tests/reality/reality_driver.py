@@ -76,8 +76,8 @@ BIG_WORKLOADS: dict[str, Workload] = {
     ),
     "medium-saves": Workload(
         "medium-saves",
-        "three saves of states of 20, 60 and 100 KiB (torn appends on a real disk)",
-        _big_saves((20 * 1024, 40 * 1024, 40 * 1024)),
+        "three saves of states of 3.4, 7.9 and 13 kB: one to four pages (torn on a real disk)",
+        _big_saves((3000, 4000, 5000)),
     ),
 }
 """Workloads saving large states, by name (used with ``aim_at`` and on images)."""

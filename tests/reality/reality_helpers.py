@@ -296,8 +296,24 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, check=check, capture_output=True, text=True)
 
 
+@dataclass(frozen=True)
+class Mounted:
+    """A loop-mounted image: where it is mounted, and its loop device."""
+
+    path: Path
+    device: str
+
+    def journal_commits(self) -> int | None:
+        """Transactions jbd2 committed on this ext4 so far (None: no jbd2 journal)."""
+        info = Path("/proc/fs/jbd2") / f"{Path(self.device).name}-8" / "info"
+        try:
+            return int(info.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+
 @contextlib.contextmanager
-def loop_mount(image: Path, mountpoint: Path, fstype: str, options: str = "") -> Iterator[Path]:
+def loop_mount(image: Path, mountpoint: Path, fstype: str, options: str = "") -> Iterator[Mounted]:
     """Attach ``image`` to a free loop device and mount it at ``mountpoint``; unmount and
     detach on the way out, whatever happened."""
     device = sh("losetup", "--find", "--show", str(image)).stdout.strip()
@@ -307,13 +323,26 @@ def loop_mount(image: Path, mountpoint: Path, fstype: str, options: str = "") ->
         opts = ["-o", options] if options else []
         sh("mount", "-t", fstype, *opts, device, str(mountpoint))
         mounted = True
-        yield mountpoint
+        yield Mounted(mountpoint, device)
     finally:
         if mounted and sh("umount", str(mountpoint), check=False).returncode != 0:
             time.sleep(0.2)
             if sh("umount", str(mountpoint), check=False).returncode != 0:
                 sh("umount", "-l", str(mountpoint), check=False)
+        _detach(device, image)
+
+
+def _detach(device: str, image: Path, *, seconds: float = 10.0) -> None:
+    """Detach ``device`` from ``image`` and wait until it is gone: a device still busy just
+    after an unmount is only marked for auto-clear by ``losetup -d``."""
+    deadline = time.monotonic() + seconds
+    while True:
         sh("losetup", "-d", device, check=False)
+        if str(image) not in sh("losetup", device, check=False).stdout:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{device} still attached to {image}")
+        time.sleep(0.1)
 
 
 def mkfs(image: Path, fstype: str, size: int) -> None:
