@@ -11,14 +11,17 @@ Fixtures:
 * ``crashpoint_explorer``: an :class:`Explorer` bound to the test: ``explore(...)``
   returns an :class:`~crashpoint.scenarios.ExplorationResult`, ``check(...)`` also
   fails the test with the minimal counterexample; both honour ``--crashpoint-model``,
-  ``--crashpoint-shard`` and the item's shard, and the verdicts go to the test's
-  ``user_properties`` (so ``--junitxml`` records them);
+  ``--crashpoint-shard``, ``--crashpoint-crash-point`` and the item's shard, and the
+  verdicts go to the test's ``user_properties`` (so ``--junitxml`` records them);
 * ``crashpoint_shard``: ``(K, N)``, the slice of every crash-state space this item
   explores, or None for all of it.
 
 Marker ``@pytest.mark.crashpoint(shards="auto")`` makes one item per shard: with
 pytest-xdist (``-n N``) one per worker, so a large exploration spreads over the
-cores; without xdist a single item. Example::
+cores; without xdist a single item. A counterexample's replay line
+(``pytest 'file::test' --crashpoint-model M --crashpoint-shard K/N
+--crashpoint-crash-point P``) runs the one test, unsplit, on that shard at that crash
+point. Example::
 
     def three_saves(s):
         for i in range(3):
@@ -31,6 +34,7 @@ cores; without xdist a single item. Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +54,7 @@ __all__ = [
     "pytest_configure",
     "pytest_generate_tests",
     "shard_count",
+    "unsharded_nodeid",
 ]
 
 _DEFAULT_MODEL = "process-crash"
@@ -73,27 +78,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="K/N",
         help="explore only slice K of N of every crash-state space (CI matrices).",
     )
+    group.addoption(
+        "--crashpoint-crash-point",
+        action="store",
+        default=None,
+        metavar="K",
+        help="explore only crash point K (replay a counterexample); marked tests are not "
+        "split into shards then: give the shard with --crashpoint-shard.",
+    )
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``"K/N"`` as ``(K, N)``, 1 ≤ K ≤ N. Raises ValueError otherwise."""
-    k_text, sep, n_text = text.partition("/")
-    try:
-        k, n = int(k_text), int(n_text)
-    except ValueError:
-        k = n = 0
-    if not sep or not 1 <= k <= n:
-        raise ValueError(f"expected K/N with 1 <= K <= N, got {text!r}")
-    return k, n
+    """``"K/N"`` as ``(K, N)``, 1 ≤ K ≤ N. Raises ValueError otherwise (the CLI's
+    ``--shard`` check)."""
+    from ._options import parse_shard as parse
+
+    return parse(text)
 
 
 def _models_of(spec: str) -> tuple[str, ...]:
-    """Model names for ``--crashpoint-model`` (``all``, or comma-separated names)."""
-    from .faultfs import MODELS, get_model
+    """Model names for ``--crashpoint-model``: ``all`` or a comma-separated list, as
+    the CLI's ``--model`` takes them. Raises ValueError naming the known models."""
+    from ._options import parse_models
 
-    if spec == "all":
-        return tuple(MODELS)
-    return tuple(get_model(name.strip()).name for name in spec.split(","))
+    return tuple(m.name for m in parse_models(spec))
+
+
+def _crash_point_option(config: pytest.Config) -> int | None:
+    """``--crashpoint-crash-point`` as an int ≥ 0, or None."""
+    text = config.getoption("crashpoint_crash_point")
+    if text is None:
+        return None
+    text = str(text).strip()
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"expected a crash point K >= 0 (an integer), got {text!r}")
+    return int(text)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -107,14 +126,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if model != _DEFAULT_MODEL:
         try:
             _models_of(model)
-        except KeyError as exc:
-            raise pytest.UsageError(f"--crashpoint-model: {exc.args[0]}") from None
+        except ValueError as exc:
+            raise pytest.UsageError(f"--crashpoint-model: {exc}") from None
     shard = config.getoption("crashpoint_shard")
     if shard is not None:
         try:
             parse_shard(shard)
         except ValueError as exc:
             raise pytest.UsageError(f"--crashpoint-shard: {exc}") from None
+    try:
+        _crash_point_option(config)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--crashpoint-crash-point: {exc}") from None
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Summary(), "crashpoint-summary")
 
@@ -122,9 +145,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> str | None:
     model = config.getoption("crashpoint_model")
     shard = config.getoption("crashpoint_shard")
-    if model == _DEFAULT_MODEL and shard is None:
+    point = config.getoption("crashpoint_crash_point")
+    if model == _DEFAULT_MODEL and shard is None and point is None:
         return None
-    return f"crashpoint: model={model}" + (f", shard={shard}" if shard else "")
+    return (
+        f"crashpoint: model={model}"
+        + (f", shard={shard}" if shard else "")
+        + (f", crash point={point}" if point is not None else "")
+    )
 
 
 def shard_count(config: pytest.Config, shards: int | str) -> int:
@@ -167,15 +195,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("crashpoint")
     if marker is None or marker.kwargs.get("shards") is None:
         return
+    # A collection error that shows its one line, not the hook machinery's traceback.
+    problem = ""
     try:
         n = shard_count(metafunc.config, marker.kwargs["shards"])
     except ValueError as exc:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: crashpoint marker: {exc}") from None
+        n, problem = 0, str(exc)
+    if n < 1:
+        pytest.fail(f"{metafunc.definition.nodeid}: crashpoint marker: {problem}", pytrace=False)
     if "crashpoint_shard" not in metafunc.fixturenames:
-        raise pytest.UsageError(
+        pytest.fail(
             f"{metafunc.definition.nodeid}: @pytest.mark.crashpoint(shards=...) needs the "
-            "crashpoint_explorer (or crashpoint_shard) fixture"
+            "crashpoint_explorer (or crashpoint_shard) fixture",
+            pytrace=False,
         )
+    if _crash_point_option(metafunc.config) is not None:
+        return  # a replay: one item, on the shard --crashpoint-shard names
     if n > 1:
         metafunc.parametrize(
             "crashpoint_shard",
@@ -219,6 +254,7 @@ def crashpoint_explorer(
         models=model,
         shard=crashpoint_shard,
         target=options.get("target"),
+        crash_point=_crash_point_option(request.config),
     )
     yield explorer
     if explorer.explorations:
@@ -236,6 +272,7 @@ class Explorer:
         shard: ``(K, N)``: only that slice of each crash-state space; None for all.
         target: the default target (a name, a :class:`~crashpoint.scenarios.Target`
             or a factory ``factory(fs, base_dir)``); ``"reference"`` when None.
+        crash_point: only this crash point (a replay); None for every one.
 
     Attributes:
         results: every exploration this explorer ran, in order.
@@ -254,12 +291,15 @@ class Explorer:
         models: str | PersistenceModel | Sequence[str | PersistenceModel] = _DEFAULT_MODEL,
         shard: tuple[int, int] | None = None,
         target: str | Target | Callable[..., Any] | None = None,
+        crash_point: int | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.models = models
         self.shard = shard
         self.target = target
+        self.crash_point = crash_point
         self.results: list[ExplorationResult] = []
+        self.unsharded_points = 0
 
     @property
     def explorations(self) -> int:
@@ -288,23 +328,45 @@ class Explorer:
         models = _resolve_models(model if model is not None else self.models)
         piece = shard if shard is not None else self.shard
         results = [
-            explore(work, model=m, target=chosen, checker=checker, shard=piece) for m in models
+            explore(
+                work,
+                model=m,
+                target=chosen,
+                checker=checker,
+                shard=piece,
+                crash_point=self.crash_point,
+            )
+            for m in models
         ]
+        # The crash points of the whole exploration, whatever this item's shard holds.
+        self.unsharded_points += sum(
+            1 if self.crash_point is not None else r.operations + 1 for r in results
+        )
         result = results[0]
         for other in results[1:]:
             result.merge(other)
         if len(results) > 1:
             result.model = ",".join(m.name for m in models)
         if not _registered(work, chosen):
-            replay = f"pytest {self.nodeid!r}" if self.nodeid else "the test"
             result.violations = [
-                _with_replay(
-                    v, f"{replay} --crashpoint-model {v.model} (crash point {v.crash_point})"
-                )
+                _with_replay(v, self.replay(v.model, v.crash_point, piece))
                 for v in result.violations
             ]
         self.results.append(result)
         return result
+
+    def replay(self, model: str, crash_point: int, shard: tuple[int, int] | None) -> str:
+        """The pytest command that re-runs this test at one crash point of one shard:
+        the node id without its shard parameter (a replay is not split), the shard as
+        ``--crashpoint-shard``."""
+        import shlex
+
+        test = shlex.quote(unsharded_nodeid(self.nodeid)) if self.nodeid else "<this test>"
+        piece = f" --crashpoint-shard {shard[0]}/{shard[1]}" if shard is not None else ""
+        return (
+            f"pytest {test} --crashpoint-model {model}{piece} "
+            f"--crashpoint-crash-point {crash_point}"
+        )
 
     def check(
         self,
@@ -331,6 +393,7 @@ class Explorer:
         return {
             "explorations": len(self.results),
             "crash_points": sum(r.crash_points for r in self.results),
+            "crash_points_unsharded": self.unsharded_points,
             "distinct_states": sum(r.distinct_states for r in self.results),
             "violations": sum(len(r.violations) for r in self.results),
             "killed_by": ",".join(sorted({i for r in self.results for i in r.killed_by()})),
@@ -374,6 +437,17 @@ def _as_workload(workload: Workload | Callable[[Session], None]) -> Workload:
     return Workload(name, doc, workload)
 
 
+def unsharded_nodeid(nodeid: str) -> str:
+    """``nodeid`` without the ``shardKofN`` parameter id the marker adds:
+    ``t.py::test_x[shard2of3]`` → ``t.py::test_x``, ``t.py::test_x[a-shard1of2]`` →
+    ``t.py::test_x[a]``."""
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return nodeid
+    base, params = nodeid[:-1].split("[", 1)
+    kept = [p for p in params.split("-") if not re.fullmatch(r"shard\d+of\d+", p)]
+    return f"{base}[{'-'.join(kept)}]" if kept else base
+
+
 def _registered(workload: Workload, target: Target) -> bool:
     """Whether the CLI can replay this exploration (catalogued workload and target)."""
     from .scenarios import SCENARIOS, get_target
@@ -392,18 +466,39 @@ def _with_replay(violation: Any, replay: str) -> Any:
 
 class _Summary:
     """Sums the crashpoint verdicts of every test (reports from xdist workers too)
-    and prints them after the run."""
+    and prints them after the run.
+
+    The shard items of one test split its crash states, not its explorations: each
+    item runs the same explorations, and its ``crash_points`` counts the crash points
+    where its shard has states. So explorations and the whole explorations' crash
+    points (``crash_points_unsharded``) count once per test, distinct states and
+    violations are summed: a sharded run's totals equal the unsharded run's."""
 
     def __init__(self) -> None:
-        self.totals = dict.fromkeys(_PROPERTY_KEYS, 0)
+        self.per_test: dict[str, dict[str, int]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
-        for name, value in report.user_properties:
-            key = name[len("crashpoint_") :] if name.startswith("crashpoint_") else ""
-            if key in self.totals and isinstance(value, int):
-                self.totals[key] += value
+        values = {
+            name[len("crashpoint_") :]: value
+            for name, value in report.user_properties
+            if name.startswith("crashpoint_") and isinstance(value, int)
+        }
+        if not values:
+            return
+        test = self.per_test.setdefault(
+            unsharded_nodeid(report.nodeid), dict.fromkeys(_PROPERTY_KEYS, 0)
+        )
+        test["explorations"] = max(test["explorations"], values.get("explorations", 0))
+        points = values.get("crash_points_unsharded", values.get("crash_points", 0))
+        test["crash_points"] = max(test["crash_points"], points)
+        for key in ("distinct_states", "violations"):
+            test[key] += values.get(key, 0)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {k: sum(t[k] for t in self.per_test.values()) for k in _PROPERTY_KEYS}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         totals = self.totals

@@ -87,8 +87,8 @@ def test_reference_passes_and_mutant_fails_with_a_readable_counterexample(
             "    s1.json.bak: valid v3, * bytes (= save#0)",
             "*load('s1')*: state with 0 messages (isRunning=false)",
             "*expected: * or error session_not_found",
-            "*replay: pytest 'test_user.py::test_mutant_is_inconsistent' --crashpoint-model "
-            "process-crash (crash point *)",
+            "*replay: pytest test_user.py::test_mutant_is_inconsistent --crashpoint-model "
+            "process-crash --crashpoint-crash-point *",
         ]
     )
     assert "Traceback" not in result.stdout.str()  # the counterexample, not plugin internals
@@ -127,8 +127,8 @@ def test_model_option_all_explores_every_model(user_tests: pytest.Pytester) -> N
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--crashpoint-shard", "3/2"], "--crashpoint-shard: expected K/N with 1 <= K <= N"),
-        (["--crashpoint-shard", "x"], "--crashpoint-shard: expected K/N"),
+        (["--crashpoint-shard", "3/2"], "--crashpoint-shard: shard K/N needs 1 <= K <= N"),
+        (["--crashpoint-shard", "x"], "--crashpoint-shard: a shard looks like K/N"),
         (["--crashpoint-model", "tape"], "--crashpoint-model: unknown persistence model 'tape'"),
     ],
 )
@@ -322,3 +322,121 @@ def test_importing_the_plugin_imports_nothing_of_crashpoint() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['crashpoint', 'crashpoint.pytest_plugin']"
+
+
+# --- issue 10: replay lines that run, clear marker errors, totals that add up ----------------
+SHARDED_TESTS = """
+import pytest
+from crashpoint.core import AgentState
+
+
+def save_save_delete(s):
+    s.save(AgentState.new("s1", {"i": 1}))
+    s.save(AgentState.new("s1", {"i": 2}))
+    s.delete("s1")
+
+
+@pytest.mark.crashpoint(shards=SHARDS)
+def test_mutant(crashpoint_explorer):
+    crashpoint_explorer.check(save_save_delete, target="mutant:delete-main-first")
+
+
+@pytest.mark.crashpoint(shards=SHARDS)
+def test_reference(crashpoint_explorer):
+    crashpoint_explorer.check(save_save_delete)
+"""
+
+
+def _summary(result: pytest.RunResult) -> str:
+    lines = [line for line in result.outlines if " explorations, " in line]
+    assert len(lines) == 1, result.outlines
+    return lines[0]
+
+
+def test_the_replay_line_of_a_sharded_item_runs_and_reproduces_the_violation(
+    pytester: pytest.Pytester,
+) -> None:
+    import shlex
+
+    pytester.makepyfile(test_user=SHARDED_TESTS.replace("SHARDS", "3"))
+    first = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--junitxml=first.xml")
+    outcomes = first.parseoutcomes()
+    assert outcomes["failed"] >= 1 and outcomes["passed"] + outcomes["failed"] == 6
+    replays = [line.split("replay: ", 1)[1] for line in first.outlines if "replay: pytest" in line]
+    assert replays, first.outlines
+    found = properties(pytester.path / "first.xml")
+    for replay in replays:
+        argv = shlex.split(replay)
+        assert argv[0] == "pytest" and "--crashpoint-shard" in argv
+        assert "--crashpoint-crash-point" in argv
+        again = pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "--junitxml=again.xml", *argv[1:]
+        )
+        again.assert_outcomes(failed=1)  # the one item, at the one crash point
+        props = properties(pytester.path / "again.xml")["test_mutant"]
+        assert props["crashpoint_killed_by"] == "D1"
+        shard = argv[argv.index("--crashpoint-shard") + 1]
+        assert props["crashpoint_shard"] == shard
+        k = shard.split("/")[0]
+        original = found[f"test_mutant[shard{k}of3]"]
+        assert 1 <= int(props["crashpoint_violations"]) <= int(original["crashpoint_violations"])
+
+
+def test_shard_totals_add_up_to_the_unsharded_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=SHARDED_TESTS.replace("SHARDS", "None"))
+    whole = _summary(pytester.runpytest_inprocess("-p", "no:cacheprovider"))
+    pytester.makepyfile(test_user=SHARDED_TESTS.replace("SHARDS", "3"))
+    sharded = _summary(pytester.runpytest_inprocess("-p", "no:cacheprovider"))
+    assert sharded == whole
+
+
+@pytest.mark.parametrize("shards", ["0", "-2", "'two'", "True"])
+def test_a_bad_shards_value_is_a_clear_collection_error(
+    pytester: pytest.Pytester, shards: str
+) -> None:
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.crashpoint(shards={shards})
+        def test_x(crashpoint_explorer):
+            pass
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    assert result.ret != pytest.ExitCode.OK
+    out = result.stdout.str() + result.stderr.str()
+    assert 'shards must be "auto" or a positive int' in out
+    assert "pluggy/" not in out and "Traceback" not in out and "_pytest/" not in out
+
+
+@pytest.mark.parametrize("value", ["-1", "x", "1.5"])
+def test_a_bad_crash_point_option_is_a_usage_error(user_tests: pytest.Pytester, value: str) -> None:
+    result = user_tests.runpytest_inprocess(
+        "-p", "no:cacheprovider", f"--crashpoint-crash-point={value}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--crashpoint-crash-point" in result.stderr.str()
+
+
+def test_the_crash_point_option_explores_that_crash_point_only() -> None:
+    whole = Explorer().explore(save_save_delete, target="mutant:delete-main-first")
+    k = whole.violations[0].crash_point
+    one = Explorer(crash_point=k).explore(save_save_delete, target="mutant:delete-main-first")
+    assert one.violations and {v.crash_point for v in one.violations} == {k}
+    assert one.distinct_states < whole.distinct_states
+
+
+def test_the_model_option_takes_the_clis_comma_lists(user_tests: pytest.Pytester) -> None:
+    result = user_tests.runpytest_inprocess(
+        "-p",
+        "no:cacheprovider",
+        "--crashpoint-model",
+        " Power-Loss , process-crash",
+        "--junitxml=out.xml",
+        "-k",
+        "reference",
+    )
+    result.assert_outcomes(passed=1)
+    props = properties(user_tests.path / "out.xml")["test_reference_is_consistent"]
+    assert props["crashpoint_model"] == "power-loss,process-crash"
