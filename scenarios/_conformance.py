@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFORMANCE",
     "REFERENCE_LAYOUT_SCENARIOS",
+    "needs_reference_format",
     "Check",
     "run_conformance",
     "storage_target",
@@ -64,19 +65,23 @@ register_invariants(
     InvariantInfo(i.value, i.label, i.severity, i.meaning) for i in INVARIANTS
 )  # the agent-state kind's invariants, for counterexamples of user storages
 
-REFERENCE_LAYOUT_SCENARIOS = frozenset(
-    {
-        "three-saves",
-        "future-main",
-        "corrupt-main-good-bak",
-        "corrupt-main-future-bak",
-        "load-or-create-corrupt",
-        "missing-main-corrupt-bak",
-        "media-placeholder",
-    }
-)
-"""Catalogue workloads whose setup or checks assume the reference file layout
-(``S.json``, ``S.json.bak``, ``S.json.ended``)."""
+REFERENCE_LAYOUT_SCENARIOS = frozenset({"media-placeholder"})
+"""Catalogue workloads whose checks assume the reference file layout (``S.json``,
+``S.json.bak``, ``S.json.ended``); so does every workload whose setup writes files
+into the base directory (:func:`needs_reference_format`)."""
+
+
+def needs_reference_format(workload: Workload) -> bool:
+    """Whether ``workload`` assumes the reference file layout: it is listed in
+    :data:`REFERENCE_LAYOUT_SCENARIOS`, or its setup writes files into the base
+    directory (a harness-written main, bak or marker)."""
+    if workload.name in REFERENCE_LAYOUT_SCENARIOS:
+        return True
+    if workload.setup is None:
+        return False
+    fs = MemoryFileSystem(dirs=("/data",))
+    workload.setup(fs, BASE_DIR)
+    return any(path.startswith(BASE_DIR + "/") for path, _ in fs.crash_state().files)
 
 Make = Callable[[FileSystem], Any]
 """Builds the storage under test on a filesystem."""
@@ -357,6 +362,64 @@ def run_conformance(
     return out
 
 
+# --- the state machine, for any layout --------------------------------------------------
+
+LAYOUT_RULES = ("corrupt", "future_version_writes_main")
+"""State-machine rules that write the reference's files behind the storage's back."""
+
+
+def state_machine(
+    factory: Callable[[FileSystem, str], Any], *, reference_format: bool = False, **options: Any
+) -> Any:
+    """:func:`~crashpoint.scenarios.storage_state_machine` for ``factory``; unless the
+    storage declares the reference file layout, without the rules that write the
+    reference's files behind its back (:data:`LAYOUT_RULES`): a storage with a layout
+    of its own is judged on everything else. Requires hypothesis."""
+    from ._machine import storage_state_machine
+
+    machine = storage_state_machine(factory, **options)
+    if reference_format:
+        return machine
+    # hypothesis collects rules from the class's members: a plain method of the same
+    # name hides the rule (the subclass keeps every other rule and invariant).
+    members: dict[str, Any] = {name: _no_rule for name in LAYOUT_RULES}
+    members["__doc__"] = "The storage machine without the reference-layout rules."
+    subclass = type("LayoutFreeStorageMachine", (machine,), members)
+    subclass.TestCase.settings = machine.TestCase.settings
+    return subclass
+
+
+def _no_rule(self: Any, *args: Any, **kwargs: Any) -> None:
+    """Not a rule for this storage (it does not keep the reference file layout)."""
+
+
+def run_state_machine(
+    factory: Callable[[FileSystem, str], Any],
+    *,
+    reference_format: bool = False,
+    max_examples: int = 25,
+    seed: int = 0,
+    models: Iterable[PersistenceModel | str] | None = None,
+) -> str | None:
+    """Run :func:`state_machine` for ``max_examples`` programs (seeded, no example
+    database); None if it passed, else the failure (the shrunk program's message)."""
+    from hypothesis import seed as use_seed
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from ._machine import _settings
+
+    machine = use_seed(seed)(
+        state_machine(factory, reference_format=reference_format, models=models)
+    )
+    try:
+        run_state_machine_as_test(
+            machine, settings=_settings(max_examples=max_examples, database=None)
+        )
+    except AssertionError as exc:
+        return " ".join(str(exc).split())[:2000]
+    return None
+
+
 # --- verify --kind state-storage ------------------------------------------------------------
 
 
@@ -468,7 +531,7 @@ def selected_workloads(names: Iterable[str] | None, *, reference_format: bool) -
     chosen = [
         w
         for w in SCENARIOS.values()
-        if "storage" in w.tags and (reference_format or w.name not in REFERENCE_LAYOUT_SCENARIOS)
+        if "storage" in w.tags and (reference_format or not needs_reference_format(w))
     ]
     if names is None:
         return chosen
@@ -477,7 +540,7 @@ def selected_workloads(names: Iterable[str] | None, *, reference_format: bool) -
         w = SCENARIOS.get(name)
         if w is None:
             raise KeyError(f"unknown workload {name!r} for --kind state-storage")
-        if name in REFERENCE_LAYOUT_SCENARIOS and not reference_format:
+        if not reference_format and needs_reference_format(w):
             raise KeyError(
                 f"workload {name!r} assumes the reference file layout: give --format reference"
             )
@@ -497,6 +560,7 @@ def verify_state_storage(
     target: str = "",
     seed: int = 0,
     reference_format: bool | None = None,
+    examples: int = 20,
 ) -> VerifyResult:
     """``verify(factory, kind="state-storage")`` (see ``crashpoint.scenarios._verify.verify``)."""
     from ._explore import explore
@@ -531,7 +595,25 @@ def verify_state_storage(
                 lambda fs: tgt(fs, BASE_DIR), reference_format=reference_format
             )
         ]
+        if crash_point is None and fault is None:
+            machine = run_state_machine(
+                tgt,
+                reference_format=reference_format,
+                max_examples=examples,
+                seed=seed,
+                models=models,
+            )
     result.conformance = [
         {"id": c.id, "check": c.name, "passed": why is None, "why": why} for c, why in failed
     ]
+    if crash_point is None and fault is None:
+        rules = "every rule" if reference_format else "rules of any layout"
+        result.conformance.append(
+            {
+                "id": "machine",
+                "check": f"storage state machine, {examples} programs ({rules})",
+                "passed": machine is None,
+                "why": machine,
+            }
+        )
     return result

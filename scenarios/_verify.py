@@ -164,7 +164,8 @@ def verify(
             ``crashpoint_values`` attribute, else ``json``).
         workloads: workload names (default: all of the kind).
         seed: seeds generated workloads and the interception.
-        examples: hypothesis examples for the ``random`` workload.
+        examples: hypothesis examples for the ``random`` workload (document), or
+            programs of the storage state machine (state-storage).
         crash_point, fault: replay only that crash point / only that fault.
         timeout: seconds one call of the target may take.
         target: the name replays use (default: the factory's qualified name).
@@ -192,6 +193,7 @@ def verify(
             target=name,
             seed=seed,
             reference_format=reference_format,
+            examples=examples,
         )
     if kind != "document":
         raise KeyError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
