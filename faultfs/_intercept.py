@@ -1444,6 +1444,7 @@ def _patcher_class() -> type:
         PATCHER = None
         REF_COUNT = 0
         fakes: ClassVar[dict[str, Any]] = {}
+        real_ids: ClassVar[frozenset[int]] = frozenset()
 
         def _init_fake_module_classes(self) -> None:
             self._fake_module_classes = {
@@ -1469,7 +1470,72 @@ def _patcher_class() -> type:
                 for key in ("posixpath", "genericpath"):
                     self._fake_module_functions.setdefault(fct_name, {})[key] = entry
 
+        def _is_fs_function(self, fct: Any) -> bool:
+            # pyfakefs matches by name and __module__, so a wrapper made with
+            # functools.wraps (aiofiles.os.replace, a coroutine function) would be
+            # swapped for the synchronous fake; only the real function itself is.
+            return id(fct) in self.real_ids and bool(super()._is_fs_function(fct))
+
     return InterceptPatcher
+
+
+def _real_functions(fakes: dict[str, Any]) -> dict[int, tuple[Any, Any]]:
+    """``id(real function) -> (real function, fake bound method)`` for every function
+    a fake stands for (``os.replace``, ``posixpath.exists``, ``io.open`` ...)."""
+    found: dict[int, tuple[Any, Any]] = {}
+    reals: dict[str, tuple[Any, ...]] = {
+        "os": (os,),
+        "io": (io,),
+        "time": (time,),
+    }
+    for name, fake in fakes.items():
+        for module in reals.get(name, (getattr(fake, "_real", None),)):
+            if module is None:
+                continue
+            for fct_name in type(fake).dir():
+                real = module.__dict__.get(fct_name)
+                if callable(real):
+                    found[id(real)] = (real, getattr(fake, fct_name))
+    path = fakes["os"].path
+    for module in (posixpath, sys.modules.get("genericpath")):
+        for fct_name in type(path).dir():
+            real = getattr(module, fct_name, None)
+            if callable(real):
+                found[id(real)] = (real, getattr(path, fct_name))
+    return found
+
+
+def _patch_closures(
+    functions: dict[int, tuple[Any, Any]], skipped: set[Any]
+) -> list[tuple[Any, Any]]:
+    """Point decorators' captured functions at the fakes: a wrapper made before the
+    patch with ``functools.wraps(os.replace)`` (aiofiles) keeps the real function in a
+    closure cell, which module scanning cannot reach. Returns ``(cell, real)`` pairs
+    to restore."""
+    patched: list[tuple[Any, Any]] = []
+    for name, module in list(sys.modules.items()):
+        if module is None or module in skipped or _is_harness_module(name):
+            continue
+        try:
+            values = list(vars(module).values())
+        except TypeError:
+            continue
+        for value in values:
+            if not isinstance(value, types.FunctionType) or not value.__closure__:
+                continue
+            wrapped = value.__dict__.get("__wrapped__")
+            entry = functions.get(id(wrapped))
+            if entry is None or entry[0] is not wrapped:
+                continue
+            for cell in value.__closure__:
+                try:
+                    contents = cell.cell_contents
+                except ValueError:
+                    continue
+                if contents is wrapped:
+                    cell.cell_contents = entry[1]
+                    patched.append((cell, contents))
+    return patched
 
 
 _PATCHER: type | None = None
@@ -1552,12 +1618,17 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         shutil._use_fd_functions = False  # type: ignore[attr-defined]
         sys.unraisablehook = hook
         tempfile._name_sequence = icpt._names  # type: ignore[attr-defined]
+        functions = _real_functions(patcher_cls.fakes)
+        patcher_cls.real_ids = frozenset(functions)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             patcher.setUp()
+        cells = _patch_closures(functions, patcher_cls.SKIPMODULES)
         try:
             yield icpt
         finally:
+            for cell, real in cells:
+                cell.cell_contents = real
             dynamic = getattr(patcher, "_dyn_patcher", None)
             if dynamic is not None:
                 # pyfakefs forgets modules first imported during the patch (so they are

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import functools
 import io
 import json
 import mmap
@@ -41,6 +42,22 @@ from crashpoint.faultfs import (
 )
 
 BASE = "/base"
+
+
+def _to_thread(func: Callable[..., Any]) -> Callable[..., Any]:
+    """aiofiles's way: a coroutine function wrapping the real function, made at import."""
+
+    @functools.wraps(func)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(func, *args, **kwargs)
+        )
+
+    return run
+
+
+async_replace = _to_thread(os.replace)  # named like os.replace, __module__ "posix"
+async_open = _to_thread(open)
 REAL = {"os": os}  # in a dict: the patcher replaces module attributes, not dict values
 
 
@@ -796,3 +813,17 @@ def test_the_real_modules_stay_real_and_harness_imports_inside_the_block_work() 
         assert REAL["os"].stat is REAL["os"].__dict__["stat"]
     assert time.time is real_time
     assert namespace["run"].__name__ == "run"
+
+
+def test_decorators_made_before_the_patch_reach_the_model() -> None:
+    async def save(base: str) -> None:
+        f = await async_open(base + "/s.tmp", "w")
+        f.write("x")
+        f.close()
+        await async_replace(base + "/s.tmp", base + "/s")
+
+    fs, icpt = run(lambda base: asyncio.run(save(base)))
+    assert [o[0] for o in ops(fs)] == ["create", "write", "rename"]
+    assert icpt.unsupported == []
+    cells = [c.cell_contents for c in async_replace.__closure__ or ()]
+    assert os.replace in cells  # the captured function is the real one again
