@@ -53,10 +53,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFORMANCE",
+    "LAYOUT_RULES",
     "REFERENCE_LAYOUT_SCENARIOS",
-    "needs_reference_format",
     "Check",
+    "needs_reference_format",
     "run_conformance",
+    "run_state_machine",
+    "selected_workloads",
+    "state_machine",
     "storage_target",
     "verify_state_storage",
 ]
@@ -384,7 +388,7 @@ def state_machine(
     # name hides the rule (the subclass keeps every other rule and invariant).
     members: dict[str, Any] = {name: _no_rule for name in LAYOUT_RULES}
     members["__doc__"] = "The storage machine without the reference-layout rules."
-    subclass = type("LayoutFreeStorageMachine", (machine,), members)
+    subclass: Any = type("LayoutFreeStorageMachine", (machine,), members)
     subclass.TestCase.settings = machine.TestCase.settings
     return subclass
 
