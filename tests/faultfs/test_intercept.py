@@ -827,3 +827,24 @@ def test_decorators_made_before_the_patch_reach_the_model() -> None:
     assert icpt.unsupported == []
     cells = [c.cell_contents for c in async_replace.__closure__ or ()]
     assert os.replace in cells  # the captured function is the real one again
+
+
+class _ShortWrites(MemoryFileSystem):
+    """A disk that stores at most 1000 bytes per write and says so (a short count)."""
+
+    def write(self, path: str, offset: int, data: bytes) -> int:
+        return super().write(path, offset, data[:1000])
+
+
+def test_a_short_count_makes_cpython_write_the_rest_as_the_kernel_would_see() -> None:
+    fs = RecordingFileSystem(_ShortWrites(dirs=(BASE,)))
+    with intercept(fs, root=BASE):
+        with open(BASE + "/big", "wb") as f:
+            f.write(b"x" * 5000)
+        fd = os.open(BASE + "/raw", os.O_WRONLY | os.O_CREAT)
+        n = os.write(fd, b"y" * 5000)  # os.write reports the short count to the caller
+        os.close(fd)
+    assert n == 1000
+    assert fs.read(BASE + "/big") == b"x" * 5000
+    big = [(o.offset, len(o.data)) for o in fs.trace.ops if o.path == BASE + "/big" and o.data]
+    assert [off for off, _ in big] == [0, 1000, 2000, 3000, 4000]
