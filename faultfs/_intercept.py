@@ -1427,6 +1427,16 @@ for _cls in (_FakeFcntl, _FakeMmap, _FakeSqlite3, _FakeSubprocess):
 def _patcher_class() -> type:
     from pyfakefs.fake_filesystem_unittest import Patcher
 
+    hooks = ("_init_fake_module_classes", "_init_fake_module_functions", "_is_fs_function")
+    missing = [h for h in hooks if not hasattr(Patcher, h)]
+    if missing:  # pragma: no cover - a pyfakefs outside the pinned range
+        import pyfakefs
+
+        raise RuntimeError(
+            f"crashpoint interception needs pyfakefs 6 (Patcher.{', '.join(missing)}); "
+            f"found pyfakefs {pyfakefs.__version__}"
+        )
+
     class InterceptPatcher(Patcher):  # type: ignore[misc]
         """pyfakefs's Patcher with crashpoint's fake modules instead of its own.
 
