@@ -128,7 +128,9 @@ def _parser() -> argparse.ArgumentParser:
         help="explore every crash point of the workload catalogue",
         description="Record each workload once, derive every crash state under the "
         "persistence model, reboot each on a fresh storage and check the invariants. "
-        "Exit codes: 0 no violation, 1 violation found, 2 usage or input error.",
+        "Exit codes: 0 no violation, 1 violation found, 2 usage or input error. "
+        "SPEC.md and FAULT-MODEL.md, which messages cite, are installed with the package "
+        "(--list prints where).",
     )
     ex.add_argument(
         "--scenario",
@@ -408,9 +410,23 @@ def _list(console: Console) -> int:
         for name, t in MUTANTS.items():
             inv, model = t.expected or ("?", "?")
             console.print(f"  {name:30} {inv} under {model}: {' '.join(t.description.split())}")
+        console.print("[bold]documents[/] (cited as SPEC.md §N and FAULT-MODEL.md §N)")
+        for name in ("SPEC.md", "FAULT-MODEL.md"):
+            console.print(f"  {name:30} {docs_path(name)}", markup=False)
 
     _print(console, show)
     return EXIT_OK
+
+
+def docs_path(name: str) -> str:
+    """Where the installed copy of ``name`` (``SPEC.md``, ``FAULT-MODEL.md``) is: the
+    package data ``crashpoint/docs/`` (SPEC.md and FAULT-MODEL.md ship in the wheel)."""
+    from importlib import resources
+
+    try:
+        return str(resources.files("crashpoint.docs") / name)
+    except ModuleNotFoundError:  # an editable install made before the docs were package data
+        return f"docs/{name} in the crashpoint source tree"
 
 
 def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
