@@ -14,7 +14,12 @@ Fixtures:
   ``--crashpoint-shard``, ``--crashpoint-crash-point`` and the item's shard, and the
   verdicts go to the test's ``user_properties`` (so ``--junitxml`` records them);
 * ``crashpoint_shard``: ``(K, N)``, the slice of every crash-state space this item
-  explores, or None for all of it.
+  explores, or None for all of it;
+* ``crashpoint_verify``: a :class:`Verifier` bound to the test: ``verify(factory,
+  kind=...)`` judges your own storage (``crashpoint verify`` from Python, issue 8) and
+  returns a :class:`~crashpoint.scenarios._verify.VerifyResult`; ``check(...)`` also
+  fails the test with the most severe counterexample. Honours ``--crashpoint-model``,
+  ``--crashpoint-faults`` and the item's shard.
 
 Marker ``@pytest.mark.crashpoint(shards="auto")`` makes one item per shard: with
 pytest-xdist (``-n N``) one per worker, so a large exploration spreads over the
@@ -46,9 +51,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Explorer",
+    "Verifier",
     "crashpoint_explorer",
     "crashpoint_fs",
     "crashpoint_shard",
+    "crashpoint_verify",
     "parse_shard",
     "pytest_addoption",
     "pytest_configure",
@@ -70,6 +77,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="MODEL",
         help="persistence model(s) for crashpoint explorations: process-crash (default), "
         "power-loss, power-loss-reorder, a comma-separated list, or all.",
+    )
+    group.addoption(
+        "--crashpoint-faults",
+        action="store_true",
+        default=False,
+        help="crashpoint_verify: also arm every fault at every operation.",
     )
     group.addoption(
         "--crashpoint-shard",
@@ -206,7 +219,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "crashpoint_shard" not in metafunc.fixturenames:
         pytest.fail(
             f"{metafunc.definition.nodeid}: @pytest.mark.crashpoint(shards=...) needs the "
-            "crashpoint_explorer (or crashpoint_shard) fixture",
+            "crashpoint_explorer, crashpoint_verify (or crashpoint_shard) fixture",
             pytrace=False,
         )
     if _crash_point_option(metafunc.config) is not None:
@@ -261,6 +274,89 @@ def crashpoint_explorer(
         node = request.node
         for key, value in explorer.properties().items():
             node.user_properties.append((f"crashpoint_{key}", value))
+
+
+@pytest.fixture
+def crashpoint_verify(
+    request: pytest.FixtureRequest, crashpoint_shard: tuple[int, int] | None
+) -> Iterator[Verifier]:
+    """A :class:`Verifier` bound to this test (``--crashpoint-model``,
+    ``--crashpoint-faults``, the item's shard); its verdicts become the test's
+    ``crashpoint_*`` user properties."""
+    verifier = Verifier(
+        request.node.nodeid,
+        model=request.config.getoption("crashpoint_model"),
+        faults=bool(request.config.getoption("crashpoint_faults")),
+        shard=crashpoint_shard,
+    )
+    yield verifier
+    if verifier.results:
+        for key, value in verifier.properties().items():
+            request.node.user_properties.append((f"crashpoint_{key}", value))
+
+
+class Verifier:
+    """Verifies a user's storage on behalf of one test item (``crashpoint.verify``).
+
+    Args:
+        nodeid: the test's node id.
+        model: ``"all"``, a model name or comma-separated names.
+        faults: arm every fault at every operation.
+        shard: ``(K, N)``: only that slice of each crash-state space.
+
+    Example::
+
+        def test_my_store(crashpoint_verify):
+            crashpoint_verify.check(MyStore, kind="document")
+    """
+
+    def __init__(
+        self,
+        nodeid: str = "",
+        *,
+        model: str = _DEFAULT_MODEL,
+        faults: bool = False,
+        shard: tuple[int, int] | None = None,
+    ) -> None:
+        self.nodeid = nodeid
+        self.model = model
+        self.faults = faults
+        self.shard = shard
+        self.results: list[Any] = []
+
+    def verify(self, factory: Callable[..., Any], **options: Any) -> Any:
+        """``crashpoint.verify(factory, **options)`` with this item's model, faults and
+        shard unless given. Raises BadTarget (e.g. a save that writes nothing)."""
+        from .scenarios._verify import verify
+
+        options.setdefault("model", self.model)
+        options.setdefault("faults", self.faults)
+        options.setdefault("shard", self.shard)
+        result = verify(factory, **options)
+        self.results.append(result)
+        return result
+
+    def check(self, factory: Callable[..., Any], **options: Any) -> Any:
+        """:meth:`verify`, then fail the test with the most severe counterexample (or
+        the unsupported calls of an incomplete verdict)."""
+        __tracebackhide__ = True
+        result = self.verify(factory, **options)
+        try:
+            result.assert_no_violations()
+        except AssertionError as exc:
+            pytest.fail(f"crashpoint verify: {result.verdict}\n{exc}", pytrace=False)
+        return result
+
+    def properties(self) -> dict[str, object]:
+        """The verdicts so far, as recorded in the test's user properties."""
+        return {
+            "explorations": sum(len(r.results) for r in self.results),
+            "crash_points": sum(e.crash_points for r in self.results for e in r.results),
+            "distinct_states": sum(e.distinct_states for r in self.results for e in r.results),
+            "violations": sum(len(r.counterexamples) for r in self.results),
+            "killed_by": ",".join(sorted({i for r in self.results for i in r.killed_by()})),
+            "verdict": ",".join(dict.fromkeys(r.verdict for r in self.results)),
+        }
 
 
 class Explorer:

@@ -57,6 +57,7 @@ __all__ = [
     "REFERENCE_LAYOUT_SCENARIOS",
     "Check",
     "needs_reference_format",
+    "refuse_silent_saves",
     "run_conformance",
     "run_state_machine",
     "selected_workloads",
@@ -86,6 +87,7 @@ def needs_reference_format(workload: Workload) -> bool:
     fs = MemoryFileSystem(dirs=("/data",))
     workload.setup(fs, BASE_DIR)
     return any(path.startswith(BASE_DIR + "/") for path, _ in fs.crash_state().files)
+
 
 Make = Callable[[FileSystem], Any]
 """Builds the storage under test on a filesystem."""
@@ -530,6 +532,24 @@ def _preflight(target: Target, runner: Runner, spec: str) -> None:
             )
 
 
+def refuse_silent_saves(calls: Sequence[Any], target: Target) -> None:
+    """No false green: a user's target (not a registered one) whose save returned
+    without a single mutating file operation is refused with
+    :class:`~crashpoint.scenarios._usertarget.BadTarget` ("save returned but no file
+    operation was recorded: ..."): its storage ignores the filesystem it was given."""
+    from ._targets import MUTANTS, TARGETS
+
+    name = target.name
+    if TARGETS.get(name) is target or MUTANTS.get(name.removeprefix("mutant:")) is target:
+        return
+    for call in calls:
+        if call.kind is CallKind.SAVE and call.error is None and call.end == call.begin:
+            raise BadTarget(
+                f"save returned but no file operation was recorded: target {name!r} "
+                f"({call.label}) writes nowhere the harness can see (does it ignore fs?)"
+            )
+
+
 def selected_workloads(names: Iterable[str] | None, *, reference_format: bool) -> list[Workload]:
     """The storage workloads a user storage is explored on. Raises KeyError."""
     chosen = [
@@ -565,6 +585,7 @@ def verify_state_storage(
     seed: int = 0,
     reference_format: bool | None = None,
     examples: int = 20,
+    shard: tuple[int, int] | None = None,
 ) -> VerifyResult:
     """``verify(factory, kind="state-storage")`` (see ``crashpoint.scenarios._verify.verify``)."""
     from ._explore import explore
@@ -582,11 +603,15 @@ def verify_state_storage(
         for w in chosen:
             for m in models:
                 if fault is None:
-                    r = explore(w, model=m, target=tgt, crash_point=crash_point)
+                    r = explore(w, model=m, target=tgt, crash_point=crash_point, shard=shard)
                     result.results.append(_engine_result(r, target, False))
                 if faults or fault is not None:
                     rf = explore_faults(
-                        w, model=m, target=tgt, faults=[fault] if fault is not None else None
+                        w,
+                        model=m,
+                        target=tgt,
+                        faults=[fault] if fault is not None else None,
+                        shard=shard,
                     )
                     result.results.append(_engine_result(rf, target, True))
                 last = result.results[-1]

@@ -315,6 +315,9 @@ def explore(
     model, target = resolve(model, target)
     wanted = _wanted(checker, faults=False)
     recording = record(workload, target)
+    from ._conformance import refuse_silent_saves
+
+    refuse_silent_saves(recording.calls, target)  # no false green for a user's target
     result = new_result(workload, model, target, wanted, operations=len(recording.ops))
     checker_run = Checker(workload, model, target, wanted)
     checker_run.check(recording, result, crash_point=crash_point, shard=shard)

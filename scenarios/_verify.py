@@ -151,6 +151,7 @@ def verify(
     shrink: bool = True,
     reference_format: bool | None = None,
     jobs: int = 1,
+    shard: tuple[int, int] | None = None,
 ) -> VerifyResult:
     """Verify ``factory``'s storage under every crash state of its workloads.
 
@@ -173,6 +174,8 @@ def verify(
         reference_format: state-storage: the target keeps the reference's file layout
             (default: the factory's ``crashpoint_format == "reference"``).
         jobs: worker processes (accepted; verify runs in one process today).
+        shard: ``(K, N)``: only crash states whose identity falls in slice K of N
+            (the N shards together judge every state once; pytest-xdist items).
 
     Returns:
         a :class:`VerifyResult`. Raises BadTarget, TargetTimeout, KeyError.
@@ -194,6 +197,7 @@ def verify(
             seed=seed,
             reference_format=reference_format,
             examples=examples,
+            shard=shard,
         )
     if kind != "document":
         raise KeyError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
@@ -226,8 +230,9 @@ def verify(
                         examples=examples,
                         crash_point=crash_point,
                         fault=fault,
-                        shrink=shrink,
+                        shrink=shrink and shard is None,
                         shrunk=result.shrunk,
+                        shard=shard,
                     )
                 )
         result.leftovers = len(doc.leftovers)
@@ -305,12 +310,15 @@ def _verify_workload(
     fault: Fault | None,
     shrink: bool,
     shrunk: dict[str, str],
+    shard: tuple[int, int] | None = None,
 ) -> EngineResult:
     if wname.split(":", 1)[0] == "random":
         workload, searched = _search_random(doc, model, examples)
     else:
         workload, searched = doc.workload(wname), None
-    result = _explore(doc, workload, model, faults=faults, crash_point=crash_point, fault=fault)
+    result = _explore(
+        doc, workload, model, faults=faults, crash_point=crash_point, fault=fault, shard=shard
+    )
     if (
         shrink
         and result.counterexamples
@@ -344,6 +352,7 @@ def _explore(
     faults: bool,
     crash_point: int | None = None,
     fault: Fault | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> EngineResult:
     from ._faults import fault_plan
 
@@ -365,6 +374,7 @@ def _explore(
         crash_point=crash_point,
         fault_window=None if fault is not None else 1,
         observed=doc.observed,
+        shard=shard,
     )
 
 
