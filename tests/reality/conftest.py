@@ -49,6 +49,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"{e['inside']} inside ({e['by_rule']} in the bound's cut, matched by the rule), "
             f"{len(e['outside'])} outside, "
             f"{len(e['disagreements'])} disagreements ({e['seconds']} s)"
+            + "".join(f"; {n} {what}" for what, n in e.get("notes", {}).items())
         )
         t = totals.setdefault(
             e["kind"], {"runs": 0, "digests": set(), "inside": 0, "outside": 0, "dis": 0}
@@ -70,7 +71,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The controller checks that no loop device or mount of the suite was left behind."""
-    if hasattr(session.config, "workerinput") or os.geteuid() != 0:
+    if hasattr(session.config, "workerinput") or getattr(os, "geteuid", lambda: -1)() != 0:
         return
     from reality_helpers import IMAGE_PREFIX, leftover_loops, leftover_mounts
 

@@ -25,7 +25,7 @@ marks of the storage calls, i.e. what the child acknowledged). ``os.write`` to a
 file survives SIGKILL: the bytes are in the page cache when it returns.
 
 ``python reality_driver.py check`` prints what this machine allows (root,
-``losetup``, ``mkfs.ext4``, ``mkfs.xfs``) and why not.
+``losetup``, ``mkfs.ext4``, ``mkfs.xfs``, ``mkfs.btrfs``) and why not.
 """
 
 from __future__ import annotations
@@ -393,6 +393,7 @@ def check() -> int:
         "process-crash (real SIGKILL)": process_crash_unavailable(),
         "power-loss on ext4 (loop device)": power_loss_unavailable("ext4"),
         "power-loss on xfs (loop device)": power_loss_unavailable("xfs"),
+        "power-loss-reorder on btrfs (loop device)": power_loss_unavailable("btrfs"),
     }
     for part, why in parts.items():
         print(f"reality: {part}: {'runs' if why is None else 'SKIPPED: ' + why}")

@@ -94,12 +94,13 @@ class Expected:
     recording: Recording
     points: list[CrashPoint]
     ops: list[str]
+    model: str = ""
 
     @classmethod
     def of(cls, scenario: str, target: str, model: PersistenceModel) -> Expected:
         rec = record(workload(scenario), get_target(target))
         points = list(crash_points(model, rec.initial, rec.ops))
-        return cls(rec, points, model_ops(rec.ops))
+        return cls(rec, points, model_ops(rec.ops), model.name)
 
     @property
     def n(self) -> int:
@@ -173,7 +174,12 @@ class Tally:
     states: set[str] = field(default_factory=set)
     outside: list[str] = field(default_factory=list)
     disagreements: list[str] = field(default_factory=list)
+    notes: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+
+    def note(self, what: str, count: bool) -> None:
+        """Count an informative property of the runs (printed, never asserted)."""
+        self.notes[what] = self.notes.get(what, 0) + int(count)
 
     def judge(
         self,
@@ -216,6 +222,7 @@ class Tally:
             f"{self.inside} inside the model ({self.by_rule} of them among the states its "
             f"bound counted in cut), {len(self.outside)} outside, "
             f"{len(self.disagreements)} disagreements, {time.perf_counter() - self.started:.1f} s"
+            + "".join(f"; {n} {what}" for what, n in self.notes.items())
         )
 
     def publish(self) -> None:
@@ -236,6 +243,7 @@ class Tally:
                 "outside": self.outside,
                 "disagreements": self.disagreements,
                 "seconds": round(time.perf_counter() - self.started, 2),
+                "notes": self.notes,
             }
             with open(Path(where) / f"{os.getpid()}.jsonl", "a") as f:
                 f.write(json.dumps(entry) + "\n")
