@@ -84,7 +84,8 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--workload",
         action="append",
         metavar="NAME",
-        help="only this workload (repeatable): first-save, resize, save-after-failure, random "
+        help="only this workload (repeatable): first-save, resize, save-after-failure, random, "
+        "ten-saves "
         "(document); a catalogue scenario (state-storage)",
     )
     p.add_argument(
