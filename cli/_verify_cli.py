@@ -100,7 +100,13 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory for report.json and report.md (default ./crashpoint-report)",
     )
-    p.add_argument("--jobs", type=_int("--jobs", 1), metavar="N", help="worker processes")
+    p.add_argument(
+        "--jobs",
+        type=_int("--jobs", 1),
+        metavar="N",
+        help="worker processes (default 1): a document target runs one workload per "
+        "process; the report is the same for any N",
+    )
     p.add_argument(
         "--timeout", type=_seconds, metavar="S", help="seconds one call of the target may take"
     )

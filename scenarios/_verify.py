@@ -75,6 +75,7 @@ class VerifyResult:
     seed: int = 0
     values: str = "json"
     conformance: list[dict[str, Any]] = field(default_factory=list)
+    leftover_ids: set[str] = field(default_factory=set, repr=False)
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:
@@ -173,7 +174,9 @@ def verify(
         shrink: shrink a failing workload to the fewest saves that still fail.
         reference_format: state-storage: the target keeps the reference's file layout
             (default: the factory's ``crashpoint_format == "reference"``).
-        jobs: worker processes (accepted; verify runs in one process today).
+        jobs: worker processes for a document target that ``target`` names loadably
+            (``module:factory`` or ``file.py:factory``): one task per workload, merged
+            in order; otherwise one process.
         shard: ``(K, N)``: only crash states whose identity falls in slice K of N
             (the N shards together judge every state once; pytest-xdist items).
 
@@ -201,6 +204,25 @@ def verify(
         )
     if kind != "document":
         raise KeyError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    names_all = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
+    tasks = [(w, ",".join(m.name for m in models)) for w in names_all]
+    if jobs > 1 and len(tasks) > 1 and _loadable(name, factory):
+        return _verify_parallel(
+            name,
+            tasks,
+            jobs=jobs,
+            options=dict(
+                faults=faults,
+                values=values,
+                seed=seed,
+                examples=examples,
+                crash_point=crash_point,
+                fault=fault,
+                timeout=timeout,
+                shrink=shrink,
+                shard=shard,
+            ),
+        )
     runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
     attr_values = getattr(factory, "crashpoint_values", None)
     strategy = None
@@ -235,8 +257,48 @@ def verify(
                         shard=shard,
                     )
                 )
-        result.leftovers = len(doc.leftovers)
+        result.leftover_ids = set(doc.leftovers)
+        result.leftovers = len(result.leftover_ids)
     return result
+
+
+def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
+    """Whether a worker process can load the same factory from ``spec``."""
+    from ._usertarget import load_factory
+
+    try:
+        loaded = load_factory(spec)
+    except BadTarget:
+        return False
+    return getattr(loaded, "__qualname__", None) == getattr(factory, "__qualname__", None)
+
+
+def _verify_task(spec: str, workload: str, model: str, options: dict[str, Any]) -> VerifyResult:
+    """One (workload, model) of a parallel verify, in a worker process."""
+    from ._usertarget import load_factory
+
+    return verify(load_factory(spec), workloads=[workload], model=model, target=spec, **options)
+
+
+def _verify_parallel(
+    spec: str, tasks: Sequence[tuple[str, str]], *, jobs: int, options: dict[str, Any]
+) -> VerifyResult:
+    """``verify`` split into one task per workload (every model in it, so its runs and
+    observations are shared), run in ``jobs`` processes (each with its own
+    interception) and merged in task order: the same report as ``jobs=1``. Errors
+    (BadTarget, TargetTimeout) propagate from the first task."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        futures = [pool.submit(_verify_task, spec, w, m, options) for w, m in tasks]
+        parts = [f.result() for f in futures]
+    merged = parts[0]
+    for part in parts[1:]:
+        merged.results += part.results
+        merged.shrunk.update(part.shrunk)
+        merged.leftover_ids |= part.leftover_ids
+    merged.leftovers = len(merged.leftover_ids)
+    return merged
 
 
 def _name_of(factory: Callable[..., Any]) -> str:

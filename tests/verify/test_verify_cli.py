@@ -152,6 +152,13 @@ def test_a_baseline_fails_only_on_new_findings(
     assert report(tmp_path / "new")["baseline"]["new"]
 
 
+def test_jobs_give_the_same_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = [f"{STORE}:InPlaceJsonStore", "--workload", "first-save", "--workload", "resize"]
+    assert run(capsys, tmp_path / "one", *args)[0] == 1
+    assert run(capsys, tmp_path / "two", *args, "--jobs", "2")[0] == 1
+    assert report(tmp_path / "one") == report(tmp_path / "two")
+
+
 def test_the_hypothesis_database_stays_out_of_the_working_directory(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
