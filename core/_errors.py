@@ -13,6 +13,8 @@ The error tree::
            +-- session_not_found             never
            +-- state_corrupt                 never; cause = the decode error, if any
            +-- state_save_failed             conditional; cause = the OSError
+           +-- state_load_failed             conditional; cause = the OSError (a read
+                                             error is not corruption: no bak fallback)
            +-- invalid_session_id            never (SPEC §4)
            +-- history_unpaired              never (SPEC §3)
           layer="codec"                      (raised by encode/decode, SPEC §2)
@@ -69,6 +71,11 @@ class ErrorCode(str, enum.Enum):
 
     STATE_SAVE_FAILED = "state_save_failed"
     """save / mark_not_resumable: a write, rename, delete or sync failed. Conditional retry."""
+
+    STATE_LOAD_FAILED = "state_load_failed"
+    """load: reading main or bak failed with an I/O error (EIO, EMFILE, EACCES ...). Not
+    corruption, so load does not fall back to bak (SPEC §6). Conditional retry; the
+    ``cause`` is the OSError."""
 
     INVALID_SESSION_ID = "invalid_session_id"
     """The session id is empty, contains ``..``, ``/``, ``\\`` or NUL, or maps to ``.``/``..``

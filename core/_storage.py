@@ -31,6 +31,8 @@ __all__ = ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
 SyncMode = Literal["full", "none"]
 EndedMarker = Literal["scoped", "legacy"]
 _SCOPED_PREFIX = b"sha256:"
+_NO_FALLBACK = frozenset({ErrorCode.SCHEMA_VERSION_UNSUPPORTED, ErrorCode.STATE_LOAD_FAILED})
+"""Load errors raised as they are, never answered with bak (SPEC.md §6)."""
 
 
 @runtime_checkable
@@ -42,7 +44,8 @@ class StateStorage(Protocol):
 
     def load(self, session_id: str) -> AgentState:
         """The session's snapshot. Raises session_not_found, state_corrupt,
-        schema_version_unsupported, invalid_session_id."""
+        schema_version_unsupported, invalid_session_id, state_load_failed (an I/O
+        error reading a file: conditional, no bak fallback)."""
 
     def save(self, state: AgentState) -> None:
         """Persist ``state``. Raises invalid_session_id, history_unpaired,
@@ -286,7 +289,7 @@ class FileStateStorage:
             try:
                 return self._read_snapshot(main, main, session_id)
             except StateError as exc:
-                if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+                if exc.code in _NO_FALLBACK:
                     raise
                 main_error = exc
         if not fs.exists(bak):
@@ -296,7 +299,7 @@ class FileStateStorage:
         try:
             return self._read_snapshot(bak, main, session_id)
         except StateError as exc:
-            if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+            if exc.code in _NO_FALLBACK:
                 raise
             why = "main and bak corrupt" if main_exists else "bak is corrupt and there is no main"
             raise self._corrupt(session_id, why, exc) from exc
@@ -320,10 +323,13 @@ class FileStateStorage:
         try:
             data = self.fs.read(path)
         except OSError as exc:
+            # SPEC.md §6: a read error is not corruption (strict); the seed treats it
+            # like a corrupt file and falls back to bak.
             raise StateError(
-                ErrorCode.STATE_CORRUPT,
+                ErrorCode.STATE_LOAD_FAILED if self.strict else ErrorCode.STATE_CORRUPT,
                 f"cannot read the {role} file of session {redact(session_id)}: "
                 f"{exc.strerror or type(exc).__name__}",
+                retryability=Retryability.CONDITIONAL if self.strict else Retryability.NEVER,
                 cause=exc,
             ) from exc
         state = decode_bytes(data)
@@ -368,7 +374,13 @@ class FileStateStorage:
     # --- mark_not_resumable ----------------------------------------------------
     def mark_not_resumable(self, session_id: str) -> None:
         main = self.path(session_id)
-        content = self._marker_content(main, session_id)
+        try:
+            content = self._marker_content(main, session_id)
+        except StateError as exc:
+            if exc.code != ErrorCode.STATE_LOAD_FAILED or not isinstance(exc.cause, OSError):
+                raise
+            # the snapshot to condemn cannot be read: a guess could condemn the wrong one
+            raise _save_failed(session_id, "mark_not_resumable", exc.cause) from exc
         try:
             self._begin()
             self._write_marker(main + ".ended", content)
@@ -384,7 +396,9 @@ class FileStateStorage:
                 if self.fs.exists(path):
                     data, _ = self._decode_file(path, session_id)
                     return _SCOPED_PREFIX + hashlib.sha256(data).hexdigest().encode()
-            except StateError:
+            except StateError as exc:
+                if exc.code == ErrorCode.STATE_LOAD_FAILED:
+                    raise
                 continue  # not what load would return: try bak
         # Nothing loadable: name the empty file, which never decodes, so the marker
         # condemns nothing (a "1" here would condemn the next save if a crash kept it).
