@@ -21,6 +21,8 @@ def _violation_md(v: Mapping[str, Any]) -> list[str]:
         f"- session `{v['session_id']}`; crash state:",
     ]
     lines += [f"  - `{name}`: {what}" for name, what in v["crash_state"].items()]
+    if len(v.get("broken", ())) > 1:
+        lines.append(f"- this crash state breaks: {', '.join(v['broken'])}")
     lines += [
         f"- load returned: {v['load_returned']}",
         f"- expected: {v['expected']}",
@@ -28,6 +30,41 @@ def _violation_md(v: Mapping[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def _verify_md(report: Mapping[str, Any]) -> list[str]:
+    """What ``crashpoint verify`` adds: verdict, kind and mode, calls the model cannot
+    represent, conformance, warnings, shrunk workloads, the baseline."""
+    out = [
+        f"## Verdict: {report['verdict']}",
+        "",
+        f"- kind `{report['kind']}`, target run {report['mode']}; seed {report['seed']}",
+    ]
+    if report.get("incomplete"):
+        out.append(
+            "- **incomplete**: calls the model cannot represent: "
+            + ", ".join(f"`{c}`" for c in report["incomplete"])
+        )
+    failed = [c for c in report.get("conformance", []) if not c["passed"]]
+    if report.get("conformance"):
+        out.append(
+            f"- conformance: {len(report['conformance']) - len(failed)} of "
+            f"{len(report['conformance'])} checks passed"
+        )
+    out += [f"  - **{c['id']}** {c['check']}: {c['why']}" for c in failed]
+    if report.get("warning_count") or report.get("leftover_states"):
+        out.append(
+            f"- warnings (A5, not violations): {report.get('warning_count', 0)}; crash states "
+            f"holding leftover files: {report.get('leftover_states', 0)}"
+        )
+    out += [f"- shrunk: {a} → `{b}`" for a, b in report.get("shrunk", {}).items()]
+    if "baseline" in report:
+        new = report["baseline"]["new"]
+        out.append(
+            f"- baseline `{report['baseline']['report']}`: {len(new)} new finding(s)"
+            + (": " + "; ".join(new) if new else "")
+        )
+    return [*out, ""]
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -68,6 +105,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"{s['violation_count']}{killed} |"
         )
     out.append("")
+    if "kind" in report:
+        out += _verify_md(report)
     for key, title in (("zoo", "Kill matrix"),):
         if key in report:
             out += [f"## {title}", "", *_zoo_md(report[key]), ""]
