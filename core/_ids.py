@@ -16,6 +16,11 @@ __all__ = ["redact", "safe_session_file_name"]
 _SAFE: Final = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz._-")
 _FORBIDDEN: Final = ("..", "/", "\\", "\0")
 _REDACT_KEEP: Final = 8
+_LONGEST_SUFFIX: Final = ".json.ended.tmp"
+
+MAX_STEM_BYTES: Final = 255 - len(_LONGEST_SUFFIX)
+"""The longest file-name stem (240 bytes, ASCII): the longest session file name,
+``S.json.ended.tmp``, must fit the 255-byte limit of common filesystems (SPEC §4)."""
 
 
 def redact(session_id: str) -> str:
@@ -42,7 +47,10 @@ def safe_session_file_name(session_id: str) -> str:
     """The file-name stem for ``session_id`` (SPEC §4).
 
     Rejects an empty id and any id containing ``..``, ``/``, ``\\`` or NUL; maps every
-    character outside ``[0-9A-Za-z._-]`` to ``_``; rejects a result of ``.`` or ``..``.
+    character outside ``[0-9A-Za-z._-]`` to ``_``; rejects a result of ``.`` or ``..``,
+    and a result longer than 240 bytes (:data:`MAX_STEM_BYTES`): the longest file
+    name, ``S.json.ended.tmp``, must fit in 255 bytes, so a long id is refused before
+    any I/O instead of failing as a retryable save error.
     A character outside the Basic Multilingual Plane (two UTF-16 code units) maps to
     ``__``, as in the seed, so both implementations choose the same file name.
 
@@ -66,7 +74,11 @@ def safe_session_file_name(session_id: str) -> str:
     for forbidden in _FORBIDDEN:
         if forbidden in session_id:
             raise _invalid(session_id, f"contains {forbidden!r}")
+    if len(session_id) > MAX_STEM_BYTES:  # every character maps to at least one byte
+        raise _invalid(session_id, f"longer than {MAX_STEM_BYTES} characters")
     safe = "".join(ch if ch in _SAFE else ("__" if ord(ch) > 0xFFFF else "_") for ch in session_id)
     if safe in (".", ".."):
         raise _invalid(session_id, f"maps to {safe!r}")
+    if len(safe) > MAX_STEM_BYTES:
+        raise _invalid(session_id, f"its file name stem would exceed {MAX_STEM_BYTES} bytes")
     return safe
