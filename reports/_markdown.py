@@ -12,19 +12,23 @@ __all__ = ["render_markdown", "write_markdown"]
 def _violation_md(v: Mapping[str, Any]) -> list[str]:
     cp = v["crash_point"]
     fault = f" with injected fault `{v['fault']}`" if v.get("fault") else ""
+    where = cp.get("where") or f"after `{cp['last_done']}`, before `{cp['operation']}`"
     lines = [
         f"#### {v['invariant']} ({v['title']}, {v['severity']}) — `{v['scenario']}` "
         f"under {v['model']}{fault}",
         "",
         f"- invariant: {v['why']}",
-        f"- crash point **{cp['index']}**: after `{cp['last_done']}`, before `{cp['operation']}`",
+        f"- crash point **{cp['index']}**: {where}",
         f"- session `{v['session_id']}`; crash state:",
     ]
-    lines += [f"  - `{name}`: {what}" for name, what in v["crash_state"].items()]
+    lines += [f"  - `{name}`: {what}" for name, what in v["crash_state"].items()] or [
+        "  - (empty: no files)"
+    ]
     if len(v.get("broken", ())) > 1:
         lines.append(f"- this crash state breaks: {', '.join(v['broken'])}")
+    got = "found" if v["invariant"] in ("S1", "S2") else "load returned"
     lines += [
-        f"- load returned: {v['load_returned']}",
+        f"- {got}: {v['load_returned']}",
         f"- expected: {v['expected']}",
         f"- replay: `{v['replay']}`",
         "",
@@ -80,7 +84,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         "A violation is one finding: an invariant failing for one session in one crash state "
         "at one crash point, so the count can exceed the number of states. Each scenario lists "
-        "its minimal counterexample of every invariant found, then more up to a limit.",
+        "its minimal counterexample of every invariant found, then more up to a limit, most "
+        "severe first (security, data-loss, invalid-history, semantics, warning), then by "
+        "crash point.",
         "",
         "Operations are numbered from 0 in the order the workload issued them; "
         "`save#N` is the workload's storage call N (counting every call, loads included).",

@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..scenarios._explore import got_label, render_files
+
 __all__ = ["print_summary", "print_zoo"]
 
 
@@ -47,19 +49,19 @@ def print_summary(
     if ce and counterexample:
         cp = ce["crash_point"]
         fault = f", injected fault {ce['fault']}" if ce.get("fault") else ""
+        where = cp.get("where") or f"after {cp['last_done']}, before {cp['operation']}"
         console.print(
-            f"[bold red]{ce['invariant']} ({ce['title']})[/] in [bold]{ce['scenario']}[/] under "
-            f"{ce['model']}{fault}: crash point {cp['index']}, after {cp['last_done']}, "
-            f"before {cp['operation']}",
+            f"[bold red]{ce['invariant']} ({ce['title']}, {ce['severity']})[/] in "
+            f"[bold]{ce['scenario']}[/] under {ce['model']}{fault}: crash point {cp['index']}, "
+            f"{where}",
             highlight=False,
             soft_wrap=True,
         )
         console.print(f"  invariant: {ce['why']}", highlight=False, soft_wrap=True)
         console.print("  crash state:", highlight=False)
-        for name, what in ce["crash_state"].items():
-            console.print(f"    {name}: {what}", highlight=False, soft_wrap=True)
+        console.print(render_files(ce["crash_state"]), highlight=False, soft_wrap=True)
         console.print(
-            f"  load({ce['session_id']!r}) returned: {ce['load_returned']}",
+            f"  {got_label(ce['invariant'], ce['session_id'])}: {ce['load_returned']}",
             highlight=False,
             soft_wrap=True,
         )

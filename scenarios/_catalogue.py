@@ -6,6 +6,7 @@ at the top make small, valid agent states.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 
@@ -15,6 +16,7 @@ from ..core import (
     Message,
     PendingApproval,
     PendingRunCheckpoint,
+    StateError,
     TextPart,
     ToolCall,
     encode,
@@ -272,3 +274,91 @@ def media_placeholder(s: Session) -> None:
 def hostile_session_ids(s: Session) -> None:
     for sid in ("sess 1", "会话-001", "../escape", "a/b", "..", "ok.id_-9"):
         s.save(build_state(user(f"I am {sid}"), session_id=sid))
+
+
+# --- issue 10: states the catalogue never produced -------------------------------------
+HOSTILE_IDS = ("../victim", "../../outside/victim", "/data/victim", "..", "a/../../victim")
+"""Ids that name a path outside the base directory if joined as they come; the reference
+refuses each (invalid_session_id) before any I/O (SPEC.md §4)."""
+
+
+def _victim_beside_base(fs: FileSystem, base: str) -> Mapping[str, Expect]:
+    """``victim.json`` (and its bak and marker) beside the base directory: what a
+    storage that joins ``../victim`` into a path would reach."""
+    parent = base.rsplit("/", 1)[0]
+    victim = encode_bytes(build_state(user("not yours"), session_id="victim"))
+    for suffix in ("", ".bak", ".ended"):
+        write_bytes(fs, f"{parent}/victim.json{suffix}", victim if suffix != ".ended" else b"1")
+    return {}
+
+
+@scenario(
+    "hostile-ids-every-method",
+    "traversal ids through all six methods (save, load, load_or_create, exists, "
+    "mark_not_resumable, delete), with a victim file beside the base directory",
+    setup=_victim_beside_base,
+)
+def hostile_ids_every_method(s: Session) -> None:
+    s.save(build_state(user("mine")))  # creates the base directory
+    for sid in HOSTILE_IDS:
+        s.save(build_state(user(f"I am {sid}"), session_id=sid))
+        s.load(sid)
+        s.load_or_create(sid)
+        with contextlib.suppress(StateError):  # refused: the expected answer
+            s.storage.exists(sid)
+        s.mark_not_resumable(sid)
+        s.delete(sid)
+    s.load(SID)
+
+
+def _bak_only_corrupt(fs: FileSystem, base: str) -> Mapping[str, Expect]:
+    _seed_files(fs, base, {"s1.json.bak": b"\x00\x01 not a snapshot {"})
+    return {SID: Expect(code="state_corrupt")}
+
+
+@scenario(
+    "missing-main-corrupt-bak",
+    "load_or_create where main is absent and bak is corrupt: state_corrupt, never created over",
+    setup=_bak_only_corrupt,
+)
+def missing_main_corrupt_bak(s: Session) -> None:
+    s.load_or_create(SID)
+    s.load(SID)
+
+
+UNPAIRED = build_state(user("read my notes"), assistant("", CALL_A), running=True)
+"""A history whose tool call was never answered (SPEC.md §3): written by an older,
+looser program, it must load as corrupt, never be returned."""
+
+
+def _unpaired_main(fs: FileSystem, base: str) -> Mapping[str, Expect]:
+    _seed_files(fs, base, {"s1.json": encode_bytes(UNPAIRED)})
+    return {SID: Expect(code="state_corrupt")}
+
+
+@scenario(
+    "unpaired-main",
+    "main holds an unpaired history and there is no bak: state_corrupt, never returned",
+    setup=_unpaired_main,
+)
+def unpaired_main(s: Session) -> None:
+    s.load(SID)
+    s.load_or_create(SID)
+    s.load(SID)
+
+
+def _unpaired_main_good_bak(fs: FileSystem, base: str) -> Mapping[str, Expect]:
+    good = build_state(user("read my notes"), running=True, checkpoint="after_user_input")
+    _seed_files(fs, base, {"s1.json": encode_bytes(UNPAIRED), "s1.json.bak": encode_bytes(good)})
+    return {SID: Expect.saved(good)}
+
+
+@scenario(
+    "unpaired-main-good-bak",
+    "main holds an unpaired history beside a good bak: load falls back to the bak",
+    setup=_unpaired_main_good_bak,
+)
+def unpaired_main_good_bak(s: Session) -> None:
+    s.load(SID)
+    s.load_or_create(SID)
+    s.load(SID)

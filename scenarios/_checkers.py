@@ -30,12 +30,17 @@ from ._workload import Call, CallKind, Expect
 
 __all__ = [
     "INVARIANTS",
+    "SEVERITIES",
     "Expectation",
     "Invariant",
     "Observation",
+    "describe_alternatives",
     "describe_file",
     "expectation",
     "judge",
+    "secrets_in_state",
+    "severity_of",
+    "severity_rank",
     "v1_required",
 ]
 
@@ -63,6 +68,9 @@ class Invariant(str, enum.Enum):
     """confined: nothing outside the base directory is ever touched (security)."""
     S2 = "S2"
     """no-secrets: no runtime handle or secret reaches any file (security)."""
+    I1 = "I1"
+    """isolated: operations on one session never change what load returns for another
+    session, colliding ids included (data-loss)."""
     N1 = "N1"
     """no-tool-rerun: a tool whose result was persisted is not executed again on resume."""
     H1 = "H1"
@@ -96,6 +104,7 @@ _TITLES = {
     Invariant.F1: ("clean-failure", "data-loss"),
     Invariant.S1: ("confined", "security"),
     Invariant.S2: ("no-secrets", "security"),
+    Invariant.I1: ("isolated", "data-loss"),
     Invariant.N1: ("no-tool-rerun", "semantics"),
     Invariant.H1: ("honest-resume", "semantics"),
     Invariant.T1: ("terminal-honoured", "semantics"),
@@ -114,8 +123,13 @@ _MEANINGS = {
     Invariant.C1: "load_or_create never writes when load failed for a reason other than not-found",
     Invariant.F1: "a failed filesystem call makes the call raise state_save_failed "
     "(conditional) and leaves the last acknowledged state loadable",
-    Invariant.S1: "nothing outside the base directory is ever created, written, renamed or deleted",
-    Invariant.S2: "no runtime handle or secret reaches any file",
+    Invariant.S1: "nothing outside the base directory is ever created, written, renamed or "
+    "deleted, for any session id, through any of the six methods, whether or not the "
+    "operation succeeded",
+    Invariant.S2: "no runtime handle or secret reaches any file: every file's content is "
+    "judged in every crash state",
+    Invariant.I1: "operations on one session never change what load returns for another "
+    "session (colliding ids such as 'a b' and 'a_b' included)",
     Invariant.N1: "a tool whose result was persisted is not executed again on resume",
     Invariant.H1: "resume happens exactly when the loaded state says isRunning, and starts "
     "with a fresh model call",
@@ -124,6 +138,28 @@ _MEANINGS = {
 
 INVARIANTS: tuple[Invariant, ...] = tuple(Invariant)
 """Every invariant, in catalogue order."""
+
+SEVERITIES: tuple[str, ...] = ("security", "data-loss", "invalid-history", "semantics", "warning")
+"""The severity classes of SPEC.md §8 and §10, most severe first: reports, the terminal,
+``assert_no_violations`` and the pytest plugin order findings by them, then by crash point."""
+
+_OTHER_SEVERITIES = {"A1": "data-loss", "A2": "data-loss", "A3": "data-loss", "A4": "data-loss"}
+"""The document targets' invariants (SPEC.md §10); A5 and any id not known is a warning."""
+
+
+def severity_of(invariant: str) -> str:
+    """The severity class of an invariant id (SPEC.md §8, §10): ``"security"`` (S1, S2),
+    ``"data-loss"`` (R1, V1, D1, C1, F1, I1, A1–A4), ``"invalid-history"`` (P1),
+    ``"semantics"`` (E1, E2, N1, H1, T1), else ``"warning"`` (A5, unknown ids)."""
+    try:
+        return Invariant(invariant).severity
+    except ValueError:
+        return _OTHER_SEVERITIES.get(invariant, "warning")
+
+
+def severity_rank(invariant: str) -> int:
+    """0 for the most severe class (security) to 4 (warning); see :data:`SEVERITIES`."""
+    return SEVERITIES.index(severity_of(invariant))
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +207,9 @@ class Expectation:
         condemned_data: their bytes (a byte-identical re-save is the same snapshot).
         deleting: the last call on the session was a delete, acknowledged or in flight.
         inflight: the call a crash interrupted, if any.
+        collided: another session whose id maps to the same file name (SPEC.md §4:
+            ``"a b"`` and ``"a_b"``) began a call that may write before the crash
+            point; a wrong load is then that session's doing (I1).
     """
 
     allowed: list[Expect]
@@ -178,6 +217,7 @@ class Expectation:
     condemned_data: set[bytes] = dataclasses.field(default_factory=set)
     deleting: bool = False
     inflight: Call | None = None
+    collided: bool = False
 
 
 def _dedup(outcomes: Iterable[Expect]) -> list[Expect]:
@@ -191,18 +231,19 @@ def _dedup(outcomes: Iterable[Expect]) -> list[Expect]:
 def _effect(call: Call, before: list[Expect], condemned_data: set[bytes]) -> list[Expect]:
     """The outcomes after ``call`` took effect."""
     kind = call.kind
+    saved = None if call.saved is None else dataclasses.replace(call.saved, origin=call.label)
     if kind is CallKind.SAVE:
-        if call.saved is None:
+        if saved is None:
             return before
-        if call.saved.data in condemned_data:
-            return [call.saved, dataclasses.replace(call.saved, marked=True)]
-        return [call.saved]
+        if saved.data in condemned_data:
+            return [saved, dataclasses.replace(saved, marked=True)]
+        return [saved]
     if kind is CallKind.MARK_NOT_RESUMABLE:
         return [dataclasses.replace(o, marked=True) if o.state is not None else o for o in before]
     if kind is CallKind.DELETE:
         return [Expect.not_found()]
-    if kind is CallKind.LOAD_OR_CREATE and call.saved is not None:
-        return [call.saved if o.code == ErrorCode.SESSION_NOT_FOUND else o for o in before]
+    if kind is CallKind.LOAD_OR_CREATE and saved is not None:
+        return [saved if o.code == ErrorCode.SESSION_NOT_FOUND else o for o in before]
     return before
 
 
@@ -214,8 +255,23 @@ _NOTHING_WRITTEN = frozenset(
         ErrorCode.SESSION_NOT_FOUND,
         ErrorCode.STATE_CORRUPT,
         ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
+        ErrorCode.JSON_TOO_DEEP,
+        "session_id_collision",  # SPEC.md §4: refused, nothing changed
+        "state_load_failed",  # SPEC.md §6: a read error, nothing written
     }
 )
+
+_COLLISION = "session_id_collision"
+_WRITERS = frozenset(
+    {CallKind.SAVE, CallKind.DELETE, CallKind.MARK_NOT_RESUMABLE, CallKind.LOAD_OR_CREATE}
+)
+
+
+def _stem(session_id: str) -> str | None:
+    try:
+        return safe_session_file_name(session_id)
+    except StateError:
+        return None
 
 
 def expectation(
@@ -235,12 +291,22 @@ def expectation(
             initial = Expect.not_found()
         except StateError as exc:
             initial = Expect(code=str(exc.code))
+    elif initial.state is not None and not initial.origin:
+        initial = dataclasses.replace(initial, origin="the setup's snapshot")
     exp = Expectation([initial])
+    stem = _stem(session_id)
     for call in calls:
-        if call.session_id != session_id:
-            continue
         if call.begin > k:
             break
+        if call.session_id != session_id:
+            if (
+                stem is not None
+                and call.kind in _WRITERS
+                and call.error not in _NOTHING_WRITTEN
+                and _stem(call.session_id) == stem
+            ):
+                exp.collided = True
+            continue
         acked = call.end is not None and call.end <= k
         after = _effect(call, exp.allowed, exp.condemned_data)
         if not acked:
@@ -263,6 +329,10 @@ def expectation(
             exp.deleting = True
         elif call.kind is CallKind.SAVE and call.error is None:
             exp.deleting = False
+    if exp.collided and any(o.code == ErrorCode.SESSION_NOT_FOUND for o in exp.allowed):
+        # Nothing of this session's own can be lost: the other session's file under the
+        # shared name may be refused as a collision instead (SPEC.md §4).
+        exp.allowed.append(Expect(code=_COLLISION))
     return exp
 
 
@@ -317,8 +387,9 @@ def judge(obs: Observation, exp: Expectation, *, v1: bool) -> tuple[Invariant, s
 
     Returns None when it holds, else the violated invariant and what was expected.
     Each finding is classified once, the most specific invariant first:
-    V1, P1, then an exact match, then E1/E2 (the state is right but its
-    resumability is not), D1 (a delete was under way or done), else R1.
+    V1, P1, then an exact match, then I1 (a session with a colliding id wrote),
+    E1/E2 (the state is right but its resumability is not), D1 (a delete was
+    under way or done), else R1.
     """
     if v1 and obs.code != ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
         return Invariant.V1, "error schema_version_unsupported (a future version is on disk)"
@@ -326,7 +397,9 @@ def judge(obs: Observation, exp: Expectation, *, v1: bool) -> tuple[Invariant, s
         return Invariant.P1, "a state whose history is tool-call paired"
     if v1 or any(_matches(obs, o) for o in exp.allowed):
         return None
-    expected = " or ".join(o.describe() for o in exp.allowed)
+    expected = describe_alternatives(exp.allowed)
+    if exp.collided:
+        return Invariant.I1, expected + " (unchanged by the session whose id shares its file name)"
     if obs.state is not None:
         ended = _ended(obs.state)
         for outcome in exp.allowed:
@@ -341,6 +414,17 @@ def judge(obs: Observation, exp: Expectation, *, v1: bool) -> tuple[Invariant, s
     return Invariant.R1, expected
 
 
+def describe_alternatives(outcomes: Sequence[Expect]) -> str:
+    """The acceptable outcomes joined by ``or``; alternatives that would read the same
+    are told apart by their snapshot's digest (``[sha256 1a2b3c4d]``)."""
+    texts = [o.describe() for o in outcomes]
+    for i, (text, o) in enumerate(zip(texts, outcomes, strict=True)):
+        if texts.count(text) > 1:
+            data = o.data if o.data is not None else (repr(o.state).encode() if o.state else b"")
+            texts[i] = f"{text} [sha256 {_sha(data)[:8]}]"
+    return " or ".join(texts)
+
+
 def outside(path: str, base_dir: str) -> bool:
     """Whether ``path`` lies outside ``base_dir`` (after normalisation)."""
     norm = posixpath.normpath(path)
@@ -349,25 +433,28 @@ def outside(path: str, base_dir: str) -> bool:
 
 
 def confinement_violations(ops: Sequence[Op], base_dir: str) -> list[Op]:
-    """Operations that created, wrote, renamed or deleted outside ``base_dir`` (S1)."""
+    """Operations that created, wrote, renamed or deleted outside ``base_dir`` (S1),
+    whether they succeeded or failed (a failed attempt was still aimed outside:
+    SPEC.md §8). Syncs are not counted: they change no name and no content."""
     found = []
     for op in ops:
-        if op.errno is not None or op.kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
+        if not op.kind.mutating or op.kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
             continue
         if outside(op.path, base_dir) or (op.dst is not None and outside(op.dst, base_dir)):
             found.append(op)
     return found
 
 
-def secret_violations(ops: Sequence[Op], secrets: Sequence[str]) -> list[tuple[Op, str]]:
-    """Writes whose bytes contain one of ``secrets`` (S2)."""
+def secrets_in_state(state: CrashState, secrets: Sequence[str]) -> list[tuple[str, str]]:
+    """``(path, secret)`` for each file of ``state`` whose content (or name) holds one of
+    ``secrets`` (S2, SPEC.md §8: judged on whole files, so a secret written a few
+    bytes at a time is found once the pieces are together)."""
     needles = [(s, s.encode()) for s in secrets if s]
     return [
-        (op, s)
-        for op in ops
-        if op.kind is OpKind.WRITE
-        for s, needle in needles
-        if needle in op.data
+        (path, secret)
+        for path, data in state.files
+        for secret, needle in needles
+        if needle in data or secret in path
     ]
 
 
@@ -379,7 +466,11 @@ def describe_file(data: bytes | None, known: Mapping[bytes, str]) -> str:
     if not data:
         return "empty"
     if data in known:
-        return f"valid v{CURRENT_VERSION}, {len(data)} bytes (= {known[data]})"
+        version = peek_schema_version(data)
+        if version is not None and version > CURRENT_VERSION:
+            return f"v{version} (a future version), {len(data)} bytes (= {known[data]})"
+        shown = "?" if version is None else version
+        return f"valid v{shown}, {len(data)} bytes (= {known[data]})"
     if not data.strip(b"\0"):
         return f"zero-filled, {len(data)} bytes"
     if data.startswith(b"sha256:"):
@@ -393,10 +484,14 @@ def describe_file(data: bytes | None, known: Mapping[bytes, str]) -> str:
     version = peek_schema_version(data)
     if version is not None:
         try:
-            decode_bytes(data)
-            return f"valid v{version}, {len(data)} bytes"
+            state = decode_bytes(data)
         except StateError as exc:
+            if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
+                return f"v{version} (a future version this build cannot read), {len(data)} bytes"
             return f"v{version} document that does not decode ({exc.code}), {len(data)} bytes"
+        if not state_is_paired(state):
+            return f"v{version} document with an unpaired history, {len(data)} bytes"
+        return f"valid v{version}, {len(data)} bytes"
     stored = data.rstrip(b"\0")
     for blob, label in known.items():
         if blob.startswith(stored) and len(data) < len(blob):

@@ -38,7 +38,8 @@ from ._checkers import (
     expectation,
     judge,
     observe,
-    secret_violations,
+    secrets_in_state,
+    severity_rank,
     v1_required,
 )
 from ._targets import TARGETS, Factory, Target, get_target
@@ -88,20 +89,56 @@ class Violation:
     replay: str
     fault: str = ""
 
+    def where(self) -> str:
+        """The crash point in words: between which operations the machine stopped, or
+        that the run completed (or issued no operation) and no crash happened."""
+        return crash_point_words(self.crash_point, self.last_done, self.operation)
+
     def render(self) -> str:
         inv = Invariant(self.invariant)
-        files = "\n".join(f"    {name}: {what}" for name, what in self.crash_state.items())
+        files = render_files(self.crash_state)
         fault = f", injected fault {self.fault}" if self.fault else ""
         return (
             f"{self.invariant} ({inv.label}) violated in scenario {self.scenario!r} under "
             f"{self.model}{fault}, target {self.target}\n"
-            f"  invariant: {inv.meaning}\n"
-            f"  crash point {self.crash_point}: after {self.last_done}, before {self.operation}\n"
+            f"  invariant ({inv.severity}): {inv.meaning}\n"
+            f"  crash point {self.crash_point}: {self.where()}\n"
             f"  crash state:\n{files}\n"
-            f"  load({self.session_id!r}) returned: {self.got}\n"
+            f"  {got_label(self.invariant, self.session_id)}: {self.got}\n"
             f"  expected: {self.expected}\n"
             f"  replay: {self.replay}"
         )
+
+
+_NOTHING_DONE = "(nothing)"
+_RUN_DONE = "(no crash: the run completed)"
+
+
+def crash_point_words(k: int, last_done: str, operation: str) -> str:
+    """Where crash point ``k`` lies, said plainly (``last_done``/``operation`` as a
+    :class:`Violation` holds them)."""
+    if operation == _RUN_DONE:
+        if last_done == _NOTHING_DONE:
+            return "no crash; the run issued no file operation (the disk as it started)"
+        return f"no crash; the run completed (its last operation: {last_done})"
+    if last_done == _NOTHING_DONE:
+        return f"before the first operation, {operation} (nothing done yet)"
+    return f"after {last_done}, before {operation}"
+
+
+def got_label(invariant: str, session_id: str) -> str:
+    """What the ``got`` of a finding is: what load returned, or for S1 and S2 (judged
+    on the operations and the files themselves, not on a load) what was found."""
+    if invariant in (Invariant.S1.value, Invariant.S2.value):
+        return "found"
+    return f"load({session_id!r}) returned"
+
+
+def render_files(crash_state: Mapping[str, str], indent: str = "    ") -> str:
+    """One line per file of a rendered crash state; an empty disk says so."""
+    if not crash_state:
+        return f"{indent}(empty: no files)"
+    return "\n".join(f"{indent}{name}: {what}" for name, what in crash_state.items())
 
 
 @dataclass(slots=True)
@@ -116,7 +153,9 @@ class ExplorationResult:
         distinct_states: distinct crash states rebooted and loaded.
         cut: crash states the model's enumeration bound left out (0: exhaustive).
         invariants: ids of the invariants checked.
-        violations: every counterexample, minimal first (smallest crash point).
+        violations: every counterexample, most severe first (SPEC.md §8 classes:
+            security, data-loss, invalid-history, semantics, warning), then minimal
+            (smallest crash point).
         seconds: wall time of the whole exploration.
         check_seconds: time spent rebooting, loading and judging crash states.
         faults: faulted re-runs explored (0: crashes only).
@@ -156,12 +195,14 @@ class ExplorationResult:
         return not self.violations
 
     def killed_by(self) -> list[str]:
-        """The distinct invariant ids violated, in catalogue order."""
+        """The distinct invariant ids violated, most severe class first, in catalogue
+        order within a class."""
         found = {v.invariant for v in self.violations}
-        return [i.value for i in INVARIANTS if i.value in found]
+        ids = [i.value for i in INVARIANTS if i.value in found]
+        return sorted(ids, key=severity_rank)
 
     def assert_no_violations(self) -> None:
-        """Raise ``AssertionError`` carrying the minimal counterexample, if any."""
+        """Raise ``AssertionError`` carrying the most severe, minimal counterexample, if any."""
         if self.violations:
             more = len(self.violations) - 1
             tail = f"\n  (and {more} more violation(s))" if more else ""
@@ -349,6 +390,7 @@ class Checker:
             CrashState, tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
         ] = {}
         self.probed: dict[CrashState, object] = {}
+        self.leaks: dict[CrashState, list[tuple[str, str]]] = {}
         self.check_seconds = 0.0
         # Violations of one recording share its known snapshots and their renderings.
         self._known_for: Recording | None = None
@@ -384,8 +426,8 @@ class Checker:
             self.model.name,
             self.target.name,
             k,
-            ops[k].render() if k < len(ops) else "(no crash: the run completed)",
-            ops[k - 1].render() if k > 0 else "(nothing)",
+            ops[k].render() if k < len(ops) else _RUN_DONE,
+            ops[k - 1].render() if k > 0 else _NOTHING_DONE,
             sid,
             rendered,
             state.digest(),
@@ -422,23 +464,24 @@ class Checker:
         def emit(inv: Invariant, k: int, st: CrashState, sid: str, exp: str, got: str) -> None:
             out.append(self.violation(recording, inv, k, st, sid, exp, got, extra=extra))
 
-        # S1 and S2 judge the trace itself: an escaping or leaking write is a
-        # finding whether or not a crash follows it.
-        trace_findings: list[tuple[Invariant, Op, str, str]] = []
+        # S1 judges the trace itself: an operation aimed outside the base directory is
+        # a finding whether or not it succeeded and whether or not a crash follows it.
         if Invariant.S1 in wanted:
-            trace_findings += [
-                (Invariant.S1, op, f"no operation outside {BASE_DIR}", op.render())
-                for op in confinement_violations(ops, BASE_DIR)
-            ]
-        if Invariant.S2 in wanted:
-            trace_findings += [
-                (Invariant.S2, op, "no secret in any file", f"{op.render()} wrote {secret[:6]}…")
-                for op, secret in secret_violations(ops, SECRETS)
-            ]
-        for inv, op, expected, got in trace_findings:
-            k = op.index + 1
-            if k >= from_point and crash_point in (None, k):
-                emit(inv, k, _state_after(recording, k), first, expected, got)
+            for op in confinement_violations(ops, BASE_DIR):
+                k = op.index + 1
+                if k >= from_point and crash_point in (None, k):
+                    failed = "" if op.errno is None else " (it failed, but was attempted)"
+                    emit(
+                        Invariant.S1,
+                        k,
+                        _state_after(recording, k),
+                        _session_of(recording.calls, op.index, first),
+                        f"no operation outside {BASE_DIR}",
+                        op.render() + failed,
+                    )
+        # S2 judges every file of every crash state (SPEC.md §8): each leaking file is
+        # reported once, at the first crash point and state where it holds the secret.
+        leaked: set[tuple[str, str]] = set()
 
         begins = [c.begin for c in recording.calls]  # calls are sequential: both sorted
         ends = [math.inf if c.end is None else c.end for c in recording.calls]
@@ -475,6 +518,18 @@ class Checker:
                     cached = _probe(state, sessions, self.target, wanted)
                     self.observed[state] = cached
                 obs_by_sid, c1_by_sid, v1_by_sid = cached
+                if Invariant.S2 in wanted:
+                    for path, secret in self._leaks(state):
+                        if (path, secret) not in leaked:
+                            leaked.add((path, secret))
+                            emit(
+                                Invariant.S2,
+                                k,
+                                state,
+                                first,
+                                "no secret in any file",
+                                f"{path} holds {secret[:6]}… ({len(secret)} characters)",
+                            )
                 for sid in sessions:
                     obs = obs_by_sid[sid]
                     verdict = judge(obs, exps[sid], v1=v1_by_sid[sid])
@@ -507,18 +562,42 @@ class Checker:
                             emit(inv, k, state, f.session_id, f.expected, f.got)
             self.check_seconds += time.perf_counter() - t0
 
+    def _leaks(self, state: CrashState) -> list[tuple[str, str]]:
+        found = self.leaks.get(state)
+        if found is None:
+            found = self.leaks[state] = secrets_in_state(state, SECRETS)
+        return found
+
     def finish(self, result: ExplorationResult) -> None:
-        """Sort the violations minimal first and fill in the distinct-state count."""
+        """Sort the violations (most severe, then minimal, first) and fill in the
+        distinct-state count."""
         result.state_ids = {state.digest() for state in self.observed}
         result.distinct_states = len(result.state_ids)
         result.violations.sort(key=violation_order)
         result.check_seconds = self.check_seconds
 
 
-def violation_order(v: Violation) -> tuple[int, str, str, str, str, str]:
-    """Minimal first (smallest crash point), then a total order, so a report does not
-    depend on how the work was split."""
-    return (v.crash_point, v.invariant, v.session_id, v.state_digest, v.replay, v.got)
+def violation_order(v: Violation) -> tuple[int, int, str, str, str, str, str]:
+    """Most severe first (SPEC.md §8: security, data-loss, invalid-history, semantics,
+    warning), then minimal (smallest crash point), then a total order, so a report
+    does not depend on how the work was split."""
+    return (
+        severity_rank(v.invariant),
+        v.crash_point,
+        v.invariant,
+        v.session_id,
+        v.state_digest,
+        v.replay,
+        v.got,
+    )
+
+
+def _session_of(calls: Sequence[Call], index: int, default: str) -> str:
+    """The session of the call that issued operation ``index``."""
+    for call in calls:
+        if call.begin <= index and (call.end is None or index < call.end):
+            return call.session_id
+    return default
 
 
 def _probe(

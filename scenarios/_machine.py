@@ -6,11 +6,15 @@ workload, the machine generates the workloads: ``save`` of generated valid state
 ``mark_not_resumable``,
 ``delete``, ``load_or_create``, ``load``, *crash now* (the next storage call stops
 at a drawn operation under a drawn persistence model, and the machine reboots on a
-drawn crash state), *corrupt a file* and *a future version writes main*. After
+drawn crash state), *corrupt a file*, *a future version writes main* and a
+*hostile call* (a traversal id through one of the six methods). After
 every step it reboots the disk as it stands on a fresh storage and judges what
 load gives with the harness's own checker (:func:`~crashpoint.scenarios.judge`,
-SPEC.md §8: R1 V1 P1 E1 E2 D1 C1). A failure shrinks to a short program, printed
-by hypothesis, with each crash state rendered in the notes (STYLE.md §6, §11).
+SPEC.md §8: R1 V1 P1 E1 E2 D1 C1); every storage call's operations are judged for
+S1 (nothing outside the base directory, failed attempts included) and every disk
+it judges, swept crash states included, for S2 (no secret in any file). A failure
+shrinks to a short program, printed by hypothesis, with each crash state rendered in
+the notes (STYLE.md §6, §11).
 
 The storage is built by ``factory(fs, base_dir)``, like a
 :class:`~crashpoint.scenarios.Target`, so the machine runs against any storage with
@@ -59,12 +63,15 @@ from ._checkers import (
     Expectation,
     Invariant,
     Observation,
+    confinement_violations,
     describe_file,
     judge,
     observe,
+    secrets_in_state,
     v1_required,
 )
 from ._checkers import expectation as fold_calls
+from ._explore import SECRETS
 from ._workload import BASE_DIR, Call, Expect, Session
 
 if TYPE_CHECKING:
@@ -82,8 +89,20 @@ MACHINE_INVARIANTS: tuple[Invariant, ...] = (
     Invariant.E2,
     Invariant.D1,
     Invariant.C1,
+    Invariant.S1,
+    Invariant.S2,
 )
 """The invariants the machine checks after every step (SPEC.md §8)."""
+
+HOSTILE_IDS = ("../escape", "../../outside/x", "a/../../escape", "..", "/data/escape")
+"""Session ids the *hostile call* rule sends through the six methods: each names a path
+outside the base directory if joined as it comes (SPEC.md §4 refuses them all)."""
+
+HOSTILE_METHODS = ("save", "load", "load_or_create", "exists", "mark_not_resumable", "delete")
+
+VICTIM = "escape.json"
+"""A file beside the base directory, there from the start (with its bak), which a
+confined storage never touches: what ``../escape`` reaches when joined as it comes."""
 
 CORRUPTIONS = ("truncate", "garbage", "empty")
 """How the *corrupt a file* rule damages a file: cut in half, replaced by bytes that
@@ -162,8 +181,12 @@ class _Harness:
         self.offset = 0
         self._looks: dict[CrashState, dict[str, _Look]] = {}
         parent = posixpath.dirname(posixpath.normpath(base_dir)) or "/"
-        disk = MemoryFileSystem(dirs=(parent,) if parent != "/" else ()).crash_state()
-        self._reboot(disk)
+        first = MemoryFileSystem(dirs=(parent,) if parent != "/" else ())
+        victim = posixpath.join(parent, VICTIM)
+        for path in (victim, victim + ".bak"):
+            first.create(path)
+            first.write(path, 0, b'{"not": "the storage\'s"}')
+        self._reboot(first.crash_state())
 
     # --- the disk and the storage ------------------------------------------------
     def _reboot(self, disk: CrashState) -> None:
@@ -201,6 +224,7 @@ class _Harness:
         except SimulatedCrash as exc:
             crash = exc
         local = self.session.calls[-1]
+        self._confined(f"{method}({session_id!r})", begun)
         call = dataclasses.replace(
             local,
             seq=len(self.calls),
@@ -223,6 +247,39 @@ class _Harness:
         elif before is not None:
             self._sweep(call, before, begun)
         return call
+
+    def _confined(self, what: str, begun: int) -> None:
+        """S1: no operation of the call just made (failed ones included) reached
+        outside the base directory."""
+        if Invariant.S1 not in self.wanted:
+            return
+        escaped = confinement_violations(self.rec.trace.ops[begun:], self.base_dir)
+        if escaped:
+            op = escaped[0]
+            failed = "" if op.errno is None else " (it failed, but was attempted)"
+            raise AssertionError(
+                f"S1 ({Invariant.S1.label}) violated: {what} issued {op.render()}{failed}\n"
+                f"  expected: no operation outside {self.base_dir}\n"
+                f"  disk:\n{self.render_disk(self.mem.crash_state())}"
+            )
+
+    def hostile(self, method: str, session_id: str) -> None:
+        """A call with a hostile id (see :data:`HOSTILE_IDS`); judged for S1 only (the
+        reference refuses it with invalid_session_id before any I/O)."""
+        if method == "exists":
+            begun = self.rec.op_count
+            with contextlib.suppress(StateError):
+                self.storage.exists(session_id)
+            self._confined(f"exists({session_id!r})", begun)
+            return
+        args: tuple[Any, ...] = (session_id,)
+        if method == "save":
+            state = AgentState.new(session_id)
+            state.messages = [Message("user", (TextPart("hostile"),))]
+            args = (state,)
+        elif method == "load_or_create":
+            args = (session_id, None)
+        self.call(method, session_id, *args)
 
     def _sweep(self, call: Call, before: CrashState, begun: int) -> None:
         """Judge a process crash at every operation of the call just made (as
@@ -389,7 +446,17 @@ class _Harness:
         self, disk: CrashState, *, what: str, at: int | None = None, crash: str | None = None
     ) -> None:
         """Judge every session's load on ``disk`` against the calls folded at global
-        operation ``at`` (default: now); probe C1 where load fails."""
+        operation ``at`` (default: now); probe C1 where load fails; S2 on every file."""
+        leaks = secrets_in_state(disk, SECRETS) if Invariant.S2 in self.wanted else []
+        if leaks:
+            path, secret = leaks[0]
+            after = self.last_crash if crash is None else crash
+            raise AssertionError(
+                f"S2 ({Invariant.S2.label}) violated: {what}\n"
+                f"  found: {path} holds {secret[:6]}… ({len(secret)} characters)\n"
+                f"  expected: no secret in any file\n"
+                f"  disk:\n{self.render_disk(disk)}" + (f"\n  after the {after}" if after else "")
+            )
         for sid in self.session_ids:
             look = self._look(disk, sid)
             self._judge(look.obs, sid, disk, what, at=at, crash=crash)
@@ -496,6 +563,8 @@ class _Harness:
     def render_disk(self, disk: CrashState) -> str:
         """Each session's files (absent, empty, valid vN = which save, truncated,
         zero-filled, garbage, marker), then any other file."""
+        if not disk.files:
+            return "    (empty: no files)"
         lines = []
         shown = set()
         for sid in self.session_ids:
@@ -706,6 +775,10 @@ def storage_state_machine(
         @rule(sid=sessions)
         def future_version_writes_main(self, sid: str) -> None:
             self.harness.future_version_writes_main(sid)
+
+        @rule(method=st.sampled_from(HOSTILE_METHODS), sid=st.sampled_from(HOSTILE_IDS))
+        def hostile_call(self, method: str, sid: str) -> None:
+            self.harness.hostile(method, sid)
 
         @invariant()
         def loads_as_expected(self) -> None:

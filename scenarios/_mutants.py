@@ -166,6 +166,99 @@ class RuntimeHandleSerialized(_Mutant):
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
+@mutant("chunked-secret-writer", invariant="S2", model="process-crash")
+class ChunkedSecretWriter(RuntimeHandleSerialized):
+    """The runtime handle serialized with the state, the API key written 8 bytes at a
+    time (a writer flushing small blocks): no single write holds the key, but the file
+    does once the pieces are together (issue 10: S2 judged single writes)."""
+
+    def _commit(self, main: str, data: bytes) -> None:
+        from itertools import pairwise
+
+        from ._explore import SECRETS
+
+        real = self.fs
+        needle = SECRETS[0].encode()
+
+        class Chunked:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def write(self, path: str, offset: int, chunk: bytes) -> int:
+                at = chunk.find(needle)
+                if at < 0:
+                    return int(real.write(path, offset, chunk))
+                end = at + len(needle)
+                cuts = [0, *range(at, end, 8), end, len(chunk)]
+                for a, b in pairwise(cuts):
+                    if b > a:
+                        real.write(path, offset + a, chunk[a:b])
+                return len(chunk)
+
+        self.fs = Chunked()  # type: ignore[assignment]
+        try:
+            super()._commit(main, data)
+        finally:
+            self.fs = real
+
+
+@mutant("unsanitized-delete", invariant="S1", model="process-crash")
+class UnsanitizedDelete(_Mutant):
+    """save sanitizes the session id but delete joins it into the path as it comes:
+    ``delete("../victim")`` removes ``victim.json`` beside the base directory
+    (issue 10: no workload sent a hostile id through anything but save)."""
+
+    def delete(self, session_id: str) -> None:
+        if not session_id:
+            super().delete(session_id)
+            return
+        main = posixpath.join(self.base_dir, session_id + ".json")
+        try:
+            if self.fs.exists(self.base_dir):
+                self._begin(create=False)
+                self._delete_files(main)
+                self._done()
+        except OSError as exc:
+            raise StateError(ErrorCode.STATE_SAVE_FAILED, "delete failed", cause=exc) from exc
+
+
+@mutant("create-when-main-absent", invariant="C1", model="process-crash")
+class CreateWhenMainAbsent(_Mutant):
+    """load_or_create takes "no main file" for "no session": with main gone (a crash
+    between the renames, a user's clean-up) and bak unreadable it saves a fresh state
+    instead of reporting state_corrupt, and the next save rotates that over the bak,
+    the session's last evidence."""
+
+    def load_or_create(
+        self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
+    ) -> AgentState:
+        if not self.fs.exists(self.path(session_id)):
+            state = AgentState.new(session_id, dict(initial_metadata or {}))
+            self.save(state)
+            return state
+        return super().load_or_create(session_id, initial_metadata)
+
+
+@mutant("load-skips-pairing", invariant="P1", model="process-crash")
+class LoadSkipsPairing(_Mutant):
+    """save refuses an unpaired history but load does not check it (the defect issue 10
+    found in the reference): a file written by a looser program loads as it is, and
+    the next model request is invalid; beside a good bak, the bak is never tried."""
+
+    _saving = False
+
+    def save(self, state: AgentState) -> None:
+        self._saving = True
+        try:
+            super().save(state)
+        finally:
+            self._saving = False
+
+    def _check_pairing(self, state: AgentState) -> None:
+        if self._saving:
+            super()._check_pairing(state)
+
+
 @mutant("no-fsync-before-rename", invariant="R1", model="power-loss")
 class NoFsyncBeforeRename(_Mutant):
     """tmp is renamed over main without an fsync of its data first: on ext4 with

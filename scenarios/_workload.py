@@ -70,12 +70,14 @@ class Expect:
         marked: an acknowledged mark_not_resumable condemned this snapshot, so it
             loads with ``is_running=False`` and no ``pending_run_checkpoint``.
         data: the snapshot's bytes as saved, when known.
+        origin: which call wrote it (``"save#2"``), for the rendering only (not compared).
     """
 
     state: AgentState | None = None
     code: str | None = None
     marked: bool = False
     data: bytes | None = None
+    origin: str = field(default="", compare=False)
 
     @classmethod
     def not_found(cls) -> Expect:
@@ -88,14 +90,22 @@ class Expect:
         return cls(state=_as_loaded(data), data=data)
 
     def describe(self) -> str:
+        """One line: ``error CODE``, or ``state with N message(s) (flags as it loads)``;
+        a snapshot condemned by mark_not_resumable says so and what it was saved with;
+        ``from save#2`` when the writing call is known."""
         if self.state is None:
             return f"error {self.code}"
         s = self.state
-        flags = f"isRunning={str(s.is_running).lower()}"
+        n = len(s.messages)
+        text = f"state with {n} message{'' if n == 1 else 's'}"
+        saved = f"isRunning={str(s.is_running).lower()}"
         if s.pending_run_checkpoint is not None:
-            flags += f", checkpoint={s.pending_run_checkpoint.checkpoint}"
-        mark = ", condemned" if self.marked else ""
-        return f"state with {len(s.messages)} messages ({flags}{mark})"
+            saved += f", checkpoint={s.pending_run_checkpoint.checkpoint}"
+        if self.marked:
+            text += f" (isRunning=false: condemned, i.e. marked not resumable; saved with {saved})"
+        else:
+            text += f" ({saved})"
+        return text + (f" from {self.origin}" if self.origin else "")
 
 
 @dataclass(slots=True)

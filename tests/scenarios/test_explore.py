@@ -14,6 +14,7 @@ from crashpoint.scenarios import (
     explore,
     get_target,
 )
+from crashpoint.scenarios._checkers import severity_rank
 
 
 def explore_all(target: str) -> list[ExplorationResult]:
@@ -45,16 +46,17 @@ def test_mutant_is_killed_by_its_expected_invariant(name: str) -> None:
     results = explore_all(f"mutant:{name}")
     killed = {inv for r in results for inv in r.killed_by()}
     assert expected_invariant in killed, (name, killed)
-    # the counterexample is minimal: the first listed has the smallest crash point
+    # most severe first (SPEC.md §8 classes), then minimal: smallest crash point
     for r in results:
-        points = [v.crash_point for v in r.violations]
-        assert points == sorted(points)
+        keys = [(severity_rank(v.invariant), v.crash_point) for v in r.violations]
+        assert keys == sorted(keys)
 
 
 def test_every_invariant_but_f1_is_shown_to_catch_a_broken_storage() -> None:
     """A harness that says "0 violations" must be shown to find what it looks for."""
     caught = {MUTANTS[n].expected[0] for n in PROCESS_CRASH_MUTANTS}  # type: ignore[index]
-    assert caught >= {i.value for i in INVARIANTS} - {"F1", "N1", "H1", "T1"}
+    # I1 waits for the reference to refuse colliding ids (SPEC.md §4; issue 10, core part)
+    assert caught >= {i.value for i in INVARIANTS} - {"F1", "N1", "H1", "T1", "I1"}
 
 
 def test_seed_fails_e2_with_the_stale_legacy_marker_counterexample() -> None:
