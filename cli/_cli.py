@@ -176,13 +176,14 @@ def _parser() -> argparse.ArgumentParser:
         "--faults",
         action="store_true",
         help="also re-run each workload with a fault armed at every operation "
-        "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, ENOENT, short-write, fsync-lost)",
+        "(ENOSPC, EDQUOT, EIO, EACCES, EROFS, EXDEV, ENOENT, short-write, short-count, "
+        "fsync-lost)",
     )
     ex.add_argument(
         "--fault",
         metavar="AT:NAME",
         help="only this one fault (replay): AT an operation index, NAME an errno above, "
-        "short-write, or fsync-lost (alias fsyncgate), e.g. 3:ENOSPC",
+        "short-write, short-count, or fsync-lost (alias fsyncgate), e.g. 3:ENOSPC",
     )
     ex.add_argument(
         "--jobs",
