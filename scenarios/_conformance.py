@@ -429,7 +429,7 @@ def run_state_machine(
 # --- verify --kind state-storage ------------------------------------------------------------
 
 
-def _counterexamples(result: Any, spec: str, faulted: bool) -> list[Counterexample]:
+def _counterexamples(result: Any, spec: str, flags: str) -> list[Counterexample]:
     from ._explore import Violation
 
     out = []
@@ -442,7 +442,7 @@ def _counterexamples(result: Any, spec: str, faulted: bool) -> list[Counterexamp
             )
         )
         replay = (
-            f"crashpoint verify {spec} --kind state-storage --workload {v.scenario} "
+            f"crashpoint verify {spec} --kind state-storage{flags} --workload {v.scenario} "
             f"--model {v.model}"
             + (f" --fault {v.fault}" if v.fault else "")
             + f" --crash-point {v.crash_point}"
@@ -488,7 +488,7 @@ def _escape(workload: str, model: str, spec: str, path: str) -> Counterexample:
     )
 
 
-def _engine_result(result: Any, spec: str, faulted: bool) -> EngineResult:
+def _engine_result(result: Any, spec: str, flags: str) -> EngineResult:
     return EngineResult(
         result.scenario,
         result.model,
@@ -498,7 +498,7 @@ def _engine_result(result: Any, spec: str, faulted: bool) -> EngineResult:
         raw_states=result.raw_states,
         cut=result.cut,
         invariants=tuple(result.invariants),
-        counterexamples=_counterexamples(result, spec, faulted),
+        counterexamples=_counterexamples(result, spec, flags),
         faults=result.faults,
         seconds=result.seconds,
         check_seconds=result.check_seconds,
@@ -592,8 +592,11 @@ def verify_state_storage(
     from ._faults import explore_faults
     from ._verify import VerifyResult
 
+    declared = getattr(factory, "crashpoint_format", None) == "reference"
     if reference_format is None:
-        reference_format = getattr(factory, "crashpoint_format", None) == "reference"
+        reference_format = declared
+    # a replay needs the flag when the factory does not declare the format itself
+    flags = " --format reference" if reference_format and not declared else ""
     chosen = selected_workloads(workloads, reference_format=reference_format)
     runner = make_runner(factory, BASE_DIR, spec=target, timeout=timeout, seed=seed)
     result = VerifyResult(target, "state-storage", runner.mode, [m.name for m in models], seed=seed)
@@ -604,7 +607,7 @@ def verify_state_storage(
             for m in models:
                 if fault is None:
                     r = explore(w, model=m, target=tgt, crash_point=crash_point, shard=shard)
-                    result.results.append(_engine_result(r, target, False))
+                    result.results.append(_engine_result(r, target, flags))
                 if faults or fault is not None:
                     rf = explore_faults(
                         w,
@@ -613,7 +616,7 @@ def verify_state_storage(
                         faults=[fault] if fault is not None else None,
                         shard=shard,
                     )
-                    result.results.append(_engine_result(rf, target, True))
+                    result.results.append(_engine_result(rf, target, flags))
                 last = result.results[-1]
                 last.unsupported += [u for u in runner.unsupported() if u not in last.unsupported]
                 for path in runner.escapes():

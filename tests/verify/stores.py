@@ -211,3 +211,10 @@ class EnvStore(_Base):
         except FileNotFoundError:
             return {}
         return dict(line.split("=", 1) for line in lines if line)
+
+
+class LoadRaisesStore(_Base):
+    """load raises even after a clean save (a bad target: exit 2)."""
+
+    def load(self) -> Any:
+        raise RuntimeError("cannot read")

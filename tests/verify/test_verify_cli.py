@@ -220,6 +220,7 @@ def test_a_store_writing_outside_its_base_directory_is_s1(
         (f"{STORES}:wrong_signature", "wrong signature"),
         (f"{STORES}:raising_factory", "factory raised"),
         (f"{STORES}:RaisingSaveStore", "save() raised on a clean run"),
+        (f"{STORES}:LoadRaisesStore", "load() raised after a clean save"),
         ("nocolon", "expected package.module:factory"),
     ],
 )
