@@ -546,7 +546,7 @@ def as_violation(c: Counterexample) -> Any:
         c.crash_point,
         c.operation,
         c.last_done,
-        c.subject,
+        c.subject or "the document",  # reports name a session; a document has one value
         c.crash_state,
         c.state_digest,
         c.expected,

@@ -218,3 +218,38 @@ class LoadRaisesStore(_Base):
 
     def load(self) -> Any:
         raise RuntimeError("cannot read")
+
+
+class LoadRepairsStore(_Base):
+    """Writes in place, and a load that cannot parse the document "repairs" it by
+    writing the initial value over it (A3: a load never writes over files it could
+    not read)."""
+
+    def save(self, value: Any) -> None:
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+
+    def load(self) -> Any:
+        try:
+            return super().load()
+        except ValueError:
+            with open(self.path, "w", encoding="utf-8") as f:
+                f.write("null")
+            return None
+
+
+class StuckAfterFailureStore(_Base):
+    """After one failed save, every later save raises (A4: later saves work)."""
+
+    def __init__(self, base_dir: str) -> None:
+        super().__init__(base_dir)
+        self.failed = False
+
+    def save(self, value: Any) -> None:
+        if self.failed:
+            raise RuntimeError("the store is stuck after an earlier failure")
+        try:
+            super().save(value)
+        except OSError:
+            self.failed = True
+            raise

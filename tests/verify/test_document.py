@@ -73,6 +73,20 @@ def test_a_failed_save_that_deletes_the_document_breaks_clean_failure() -> None:
     assert "doc.json" not in a4.crash_state
 
 
+def test_a_load_that_writes_over_an_unreadable_document_breaks_no_silent_reset() -> None:
+    result = crashpoint.verify(stores.LoadRepairsStore, workloads=["first-save"])
+    assert "A3" in result.killed_by()
+    a3 = next(c for c in result.counterexamples if c.invariant == "A3")
+    assert a3.crash_state == {"doc.json": "empty"}  # torn by the crash; load wrote over it
+
+
+def test_saves_that_stop_working_after_a_failure_break_clean_failure() -> None:
+    result = crashpoint.verify(stores.StuckAfterFailureStore, workloads=["save-after-failure"])
+    assert result.killed_by() == ["A4"]
+    a4 = result.counterexamples[0]
+    assert a4.fault.endswith(":ENOSPC") and "save#2" in a4.got
+
+
 def test_reading_a_leftover_is_a_warning_not_a_violation() -> None:
     result = crashpoint.verify(stores.StrayReadStore, workloads=["resize"])
     assert result.ok and result.verdict == "clean"
