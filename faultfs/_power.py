@@ -8,20 +8,29 @@ crash point of a trace, every disk image such a cut may leave under two models.
 unsynced-data loss, Ramos et al., VLDB 2024; ALICE's torn appends, Pillai et
 al., OSDI 2014 "All File Systems Are Not Created Equal"):
 
-* **Metadata** (mkdir, create, truncate, rename, unlink) persists as an in-order
-  prefix of the metadata operations, the way a journal commits: every metadata
-  operation before the last barrier (a successful ``fsync`` or ``fsync_dir``) is
-  durable; any number of the later ones may be. ``fsync(file)`` commits all
-  earlier metadata because ext4's journal commit is global; ``fsync_dir`` does too
-  in this model (a simplification: on ext4 it forces the same journal commit).
+* **Metadata and size changes** (mkdir, create, truncate, rename, unlink, and the
+  size a write gives its file) persist as an in-order prefix, the way a journal
+  replays a prefix of its transactions: every metadata operation before the last
+  barrier (a successful ``fsync`` or ``fsync_dir``) is durable; any number of the
+  later ones may be. ``fsync(file)`` commits all earlier metadata because ext4's
+  journal commit is global; ``fsync_dir`` does too in this model (a
+  simplification: on ext4 it forces the same journal commit). A write issued after
+  the first lost metadata operation is lost whole: its size change would be
+  journaled after that operation, and its pages are not written back before the
+  journal commit that holds it (commit every 5 s, dirty pages expire after 30 s).
+  So a later write's size never survives an earlier truncate, unlink or rename
+  that was lost (issue 9: no ``OLD`` followed by zeros up to a new size).
 * **Data belongs to the inode** and moves with renames. An inode's writes since
-  its last successful ``fsync`` are pending: at the cut they survive whole, not at
-  all (the content as of that fsync; a file created since reads back *empty*:
-  ext4 delayed allocation's zero-length file), or torn: the first blocks of the
-  final content (whole blocks of ``block_size`` bytes), the file's final size
-  kept, and the rest reading back as the old bytes where the file had synced
-  data and as zero bytes beyond (*zero-filled*; a file smaller than a block tears
-  to all zeros).
+  its last successful ``fsync`` (and before the first lost metadata operation) are
+  pending: at the cut they survive whole, not at all (the content as of that
+  fsync; a file created since reads back *empty*: ext4 delayed allocation's
+  zero-length file), or torn: the first blocks of the final content (whole blocks
+  of ``block_size`` bytes) in two forms, (a) with the size advanced only as far
+  as the persisted blocks (ext4 delayed allocation: the file ends at a block
+  boundary, or keeps its old size when the cut falls inside it) and (b) with the
+  final size kept and the rest reading back as the old bytes where the file had
+  synced data and as zero bytes beyond (*zero-filled*: XFS, ext4
+  ``data=writeback``; a file smaller than a block tears to all zeros).
 * **Size changes by metadata** (``truncate``, ``create`` over an existing file)
   are journaled with the metadata prefix: they apply to the surviving content
   exactly when the prefix holds them, whether or not the data survives.
@@ -32,26 +41,34 @@ al., OSDI 2014 "All File Systems Are Not Created Equal"):
   program writes it again. It is not a barrier.
 
 ``power-loss-reorder`` (ALICE's default abstract persistence model; the POSIX
-minimum) adds: a *directory operation* (mkdir, create of a new file, rename,
-unlink) is durable only once its parent directory has been fsynced after it
-(both parents for a rename across directories); an ``fsync`` of the file itself
-does not make its directory entry durable, as in ALICE. Until then it may be
-lost while later operations persist, as long as every kept operation on a name
-keeps the operation that created that name (and the ``mkdir`` of its parent):
-dropping one drops its dependants. Explored as ALICE does: with at most
-:data:`FEW_PENDING` operations pending, every set of up to ``max_omit`` of them
-is omitted from every allowed metadata prefix (exhaustive when ``max_omit``
-covers them all); with more, one at a time from the whole metadata prefix of
-the crash point (ALICE's pairs of crash point and omitted operation), which keeps
-the cost linear in the pending operations.
+minimum) adds: a metadata operation is *pending* until it is made durable, a
+*directory operation* (mkdir, create of a new file, rename, unlink) by an fsync of
+its parent directory after it (both parents for a rename across directories), a
+*truncation* (``truncate``, ``create`` over an existing file) by an fsync of its
+file; an ``fsync`` of a file does not make its directory entry durable, as in
+ALICE. A pending operation may be lost while later operations persist, as long as
+every kept operation on a name keeps the operation that created that name (and
+the ``mkdir`` of its parent): dropping one drops its dependants. Truncations and
+size changes reorder like other metadata (ALICE), except that a write issued after
+a lost truncation of its own file is lost with it. Besides every in-order prefix
+(the ``power-loss`` states), a *combination* is a set of pending operations
+omitted while all the others persist; with ``p`` pending operations there are
+``2**p``. They are enumerated exhaustively (fewest omitted first) while
+``2**p <= REORDER_COMBINATIONS``; beyond, or with ``model.reorder_bound = N``, only
+the sets of at most ``N`` operations (and the in-order prefixes), and the rest is
+counted in ``cut``.
 
 Enumeration: each metadata choice (prefix length, omitted operations) fixes the
 names; each reachable inode with pending data has a few contents. Their product
 is enumerated fairly: first every metadata choice with all data surviving, then
 with all pending data lost, then with one inode deviating, then the rest; equal
 crash states are kept once, in first-seen order. At ``max_states`` distinct
-states the enumeration stops and ``cut`` counts the combinations not generated
-(an upper bound on the distinct states left out). The trace is replayed once,
+states the enumeration stops. ``cut`` counts what was not generated: the data
+combinations of the metadata choices enumerated, plus, for each combination of
+omitted operations a bound left out (or not reached), an upper bound on its data
+combinations (the product over inodes with pending data of their possible
+contents). It is therefore an upper bound on the distinct crash states left out,
+and 0 exactly when the enumeration was exhaustive. The trace is replayed once,
 incrementally; crash states share their byte strings.
 """
 
@@ -59,20 +76,16 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import posixpath
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ._image import CrashState, Image
-from ._models import CrashPoint, PersistenceModel, effective
+from ._models import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective
 from ._trace import Op, OpKind
 
-__all__ = ["FEW_PENDING", "durable_state", "power_crash_points"]
-
-FEW_PENDING = 8
-"""With at most this many pending directory operations, ``power-loss-reorder`` omits
-every set of up to ``max_omit`` of them from every allowed metadata prefix; with
-more, one at a time from the crash point's whole metadata prefix."""
+__all__ = ["durable_state", "power_crash_points", "reorder_bound", "reorder_cut"]
 
 # Kinds of metadata records. Directory operations are the first four.
 _MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC = range(5)
@@ -135,15 +148,19 @@ class _Options:
     """The contents an inode with pending data may have after a power cut.
 
     Index 0 is the whole content (every pending write survived), 1 the content with
-    none of them, then (if different) the zero-filled extension, then the torn
-    block prefixes that differ from all of these. Torn contents are built on demand.
+    none of them, then (if different) the zero-filled extension, then the torn block
+    prefixes with the final size kept (zero-filled form, XFS), then the torn block
+    prefixes with the size advanced only as far as the persisted blocks (ext4
+    delayed allocation). Torn contents are built on demand; some may repeat others
+    (equal crash states are kept once).
     """
 
-    __slots__ = ("_fixed", "_padded", "_starts", "_torn", "_whole")
+    __slots__ = ("_bare", "_fixed", "_padded", "_sized", "_torn", "_whole", "_zeroed")
 
     def __init__(self, whole: bytes, bare: bytes, block_size: int) -> None:
         size = len(whole)
-        padded = bare if len(bare) == size else _resize(bare, size)
+        old = len(bare)
+        padded = bare if old == size else _resize(bare, size)
         starts = [
             b
             for b in range(0, size, block_size)
@@ -154,12 +171,18 @@ class _Options:
             fixed.append(padded)
         self._fixed = fixed
         self._whole = whole
+        self._bare = bare
         self._padded = padded
-        self._starts = starts[1:]  # the first differing block torn away is `padded`
+        self._zeroed = starts[1:]  # the first differing block torn away is `padded`
+        sized: list[int] = []
+        if size > old:
+            sized = [p for p in starts[1:] if p <= old]
+            sized += range((old // block_size + 1) * block_size, size, block_size)
+        self._sized = sized
         self._torn: dict[int, bytes] = {}
 
     def __len__(self) -> int:
-        return len(self._fixed) + len(self._starts)
+        return len(self._fixed) + len(self._zeroed) + len(self._sized)
 
     def __getitem__(self, i: int) -> bytes:
         fixed = self._fixed
@@ -167,10 +190,21 @@ class _Options:
             return fixed[i]
         content = self._torn.get(i)
         if content is None:
-            p = self._starts[i - len(fixed)]
-            content = self._whole[:p] + self._padded[p:]
+            j = i - len(fixed)
+            if j < len(self._zeroed):
+                p = self._zeroed[j]
+                content = self._whole[:p] + self._padded[p:]
+            else:
+                p = self._sized[j - len(self._zeroed)]
+                content = self._whole[:p] + self._bare[p:]
             self._torn[i] = content
         return content
+
+
+def _options_bound(size: int, block_size: int) -> int:
+    """At most how many contents an inode whose contents stay within ``size`` bytes
+    can have (whole, bare, padded and two torn forms per block)."""
+    return 3 + 2 * -(-size // block_size)
 
 
 class _Inode:
@@ -178,46 +212,59 @@ class _Inode:
 
     ``durable`` is the content as of its last successful fsync; ``pending`` the
     writes ``(None, offset, data)`` and metadata truncations ``(position, size, b"")``
-    since; ``whole`` is durable with all of them, ``bare`` with only the truncations.
+    since, in program order; ``gates[i]`` is the shortest metadata prefix that keeps
+    ``pending[i]`` (a truncation at position t: t + 1; a write: the number of
+    metadata operations issued before it). ``whole`` is durable with all of them,
+    ``bare`` with only the truncations.
     """
 
-    __slots__ = ("bare", "durable", "opts", "pending", "stale", "truncs", "whole")
+    __slots__ = ("bare", "durable", "gates", "opts", "pending", "reach", "stale", "truncs", "whole")
 
     def __init__(self, content: bytes) -> None:
         self.durable = content
         self.whole = content
         self.bare = content
         self.pending: list[tuple[int | None, int, bytes]] = []
+        self.gates: list[int] = []
         self.truncs: list[int] = []  # metadata positions of pending truncations
+        self.reach = len(content)  # no replay of the pending entries exceeds this size
         self.opts: _Options | None = None
         self.stale = True  # opts must be recomputed
 
-    def write(self, offset: int, data: bytes) -> None:
+    def write(self, offset: int, data: bytes, gate: int) -> None:
         self.pending.append((None, offset, data))
+        self.gates.append(gate)
         self.whole = _write(self.whole, offset, data)
+        self.reach = max(self.reach, len(self.whole), offset + len(data))
         self.stale = True
 
     def trunc(self, position: int, size: int) -> None:
         self.pending.append((position, size, b""))
+        self.gates.append(position + 1)
         self.truncs.append(position)
         self.whole = _resize(self.whole, size)
         self.bare = _resize(self.bare, size)
+        self.reach = max(self.reach, size)
         self.stale = True
 
     def sync(self) -> None:
         self.durable = self.bare = self.whole
         self.pending = []
+        self.gates = []
         self.truncs = []
+        self.reach = len(self.whole)
         self.stale = True
 
     def lose(self) -> None:
         """fsyncgate: the pending writes are dropped for good."""
-        self.pending = [p for p in self.pending if p[0] is not None]
+        kept = [i for i, p in enumerate(self.pending) if p[0] is not None]
+        self.pending = [self.pending[i] for i in kept]
+        self.gates = [self.gates[i] for i in kept]
         self.whole = self.bare
         self.stale = True
 
     def options(self, block_size: int) -> _Options | None:
-        """Options with every pending truncation kept; None if the content is settled."""
+        """Options with every pending entry kept; None if the content is settled."""
         if self.stale:
             self.stale = False
             self.opts = (
@@ -225,38 +272,32 @@ class _Inode:
             )
         return self.opts
 
-    def replay(self, kept: frozenset[int]) -> tuple[bytes, bytes]:
-        """(whole, bare) when only the truncations at positions in ``kept`` persisted."""
+    def variant(self, cut: int, dropped: frozenset[int]) -> tuple[int, frozenset[int]] | None:
+        """The key of the content when metadata prefix ``cut`` persisted less the
+        positions in ``dropped``; None when every pending entry is kept."""
+        gates = self.gates
+        if not gates:
+            return None
+        lost = dropped.intersection(self.truncs) if dropped else frozenset()
+        if gates[-1] <= cut and not lost:
+            return None
+        return bisect.bisect_right(gates, cut), lost
+
+    def replay(self, upto: int, lost: frozenset[int]) -> tuple[bytes, bytes]:
+        """(whole, bare) with the first ``upto`` pending entries, less the truncations
+        at positions in ``lost`` and every write after the first of them."""
         whole = bare = self.durable
-        for position, arg, data in self.pending:
+        broken = False
+        for position, arg, data in self.pending[:upto]:
             if position is None:
-                whole = _write(whole, arg, data)
-            elif position in kept:
+                if not broken:
+                    whole = _write(whole, arg, data)
+            elif position in lost:
+                broken = True
+            else:
                 whole = _resize(whole, arg)
                 bare = _resize(bare, arg)
         return whole, bare
-
-
-class _Omission:
-    """The names when pending directory operation ``position`` (and everything that
-    depends on it) is lost and every later metadata operation persists; kept up to
-    date operation by operation."""
-
-    __slots__ = ("dirs", "dropped", "end", "names")
-
-    def __init__(self, position: int, names: _Names, dirs: set[str]) -> None:
-        self.names = dict(names)
-        self.dirs = set(dirs)
-        self.dropped = {position}
-        self.end = position  # one past the last kept position
-
-    def add(self, position: int, rec: _Meta) -> None:
-        deps = rec.deps
-        if deps and any(d in self.dropped for d in deps):
-            self.dropped.add(position)
-        else:
-            rec.replay(self.names, self.dirs)
-            self.end = position + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,11 +343,9 @@ class _Frame:
         return CrashState(tuple(zip(self.paths, contents, strict=True)), self.dirs)
 
 
-def _combos(frames: list[_Frame]) -> Iterator[tuple[_Frame, tuple[int, ...] | None]]:
-    """Every (frame, combination) exactly once, fairest first: all data whole, all
-    pending data lost, one inode deviating, then the rest of each product."""
-    for f in frames:
-        yield f, None
+def _combos(frames: list[_Frame]) -> Iterator[tuple[_Frame, tuple[int, ...]]]:
+    """Every (frame, combination) but the all-whole ones exactly once, fairest first:
+    all pending data lost, one inode deviating, then the rest of each product."""
     for f in frames:
         if f.slots:
             yield f, (1,) * len(f.slots)
@@ -330,25 +369,42 @@ def _combos(frames: list[_Frame]) -> Iterator[tuple[_Frame, tuple[int, ...] | No
             yield f, combo
 
 
-def _enumerate(frames: list[_Frame], limit: int) -> tuple[tuple[CrashState, ...], int]:
-    total = sum(f.count for f in frames)
-    seen: dict[CrashState, None] = {}
-    generated = 0
-    for frame, combo in _combos(frames):
-        generated += 1
-        seen[frame.state(combo)] = None
-        if len(seen) >= limit:
-            break
-    return tuple(seen), total - generated
+def reorder_bound(model: PersistenceModel, pending: int) -> int:
+    """The largest number of the ``pending`` operations omitted together: the model's
+    ``reorder_bound`` if set, else all of them while ``2**pending`` is at most
+    :data:`~crashpoint.faultfs.REORDER_COMBINATIONS`, else the largest ``N`` with
+    ``sum(C(pending, i) for i <= N)`` within that many."""
+    if model.reorder_bound is not None:
+        return min(model.reorder_bound, pending)
+    if 1 << pending <= REORDER_COMBINATIONS:
+        return pending
+    total = 0
+    for size in range(pending + 1):
+        total += math.comb(pending, size)
+        if total > REORDER_COMBINATIONS:
+            return size - 1
+    return pending  # pragma: no cover - 2**pending > the limit
+
+
+def reorder_cut(pending: int, after: int, bound: int) -> int:
+    """Combinations of omitted pending operations a bound leaves out: of the
+    ``2**pending`` sets, those of at most ``bound`` operations are enumerated, and so
+    are the in-order prefixes (the sets made of the last ``k`` of the ``after``
+    operations issued since the last barrier, all pending)."""
+    covered = sum(math.comb(pending, i) for i in range(bound + 1))
+    covered += max(0, after - bound)
+    return (1 << pending) - covered
 
 
 class _Explorer:
     """Replays a trace once and knows, after each operation, what a power cut may leave."""
 
     def __init__(self, model: PersistenceModel, initial: CrashState) -> None:
-        if model.block_size < 1 or model.max_states < 1 or model.max_omit < 0:
+        bound = model.reorder_bound
+        if model.block_size < 1 or model.max_states < 1 or (bound is not None and bound < 0):
             raise ValueError(
-                f"model {model.name!r} needs block_size >= 1, max_states >= 1, max_omit >= 0"
+                f"model {model.name!r} needs block_size >= 1, max_states >= 1, "
+                "reorder_bound >= 0 or None"
             )
         self.model = model
         self.reorder = model.reorder
@@ -362,9 +418,11 @@ class _Explorer:
         self.base_names: _Names = dict(vol.names)
         self.base_dirs: set[str] = set(vol.dirs)
         self.creator: dict[str, int] = {}  # name -> position of the op that created it
-        self.pending: dict[int, set[str]] = {}  # reorder: position -> parents not yet fsynced
-        self.omissions: dict[int, _Omission] = {}  # reorder: position -> all but it persisted
-        self._choices: list[_Choice] | None = None
+        # reorder: position -> what must still be fsynced (parent directories, or
+        # "\0<inode>" for a truncation), in position order
+        self.pending: dict[int, set[str]] = {}
+        self.trunc_pending: dict[int, list[int]] = {}  # reorder: inode -> positions
+        self._prefixes: list[_Choice] | None = None
         self._result: tuple[tuple[CrashState, ...], int] | None = None
 
     # --- the trace ----------------------------------------------------------------
@@ -385,22 +443,30 @@ class _Explorer:
             inode = vol.names.get(op.path)
             self._apply(op)
             assert inode is not None
-            self.nodes[inode].write(op.offset, op.data)
+            self.nodes[inode].write(op.offset, op.data, len(self.meta))
         elif kind is OpKind.FSYNC:
             inode = vol.names.get(op.path)
             if inode is not None:
                 self.nodes[inode].sync()
+                if self.reorder:
+                    mark = f"\0{inode}"
+                    for position in self.trunc_pending.pop(inode, ()):
+                        self._settle(position, mark)
             self._barrier()
         elif kind is OpKind.FSYNC_DIR:
             if self.reorder:
-                for position, parents in list(self.pending.items()):
-                    parents.discard(op.path)
-                    if not parents:
-                        del self.pending[position]
-                        del self.omissions[position]
+                for position in list(self.pending):
+                    self._settle(position, op.path)
             self._barrier()
         else:
             self._metadata(op)
+
+    def _settle(self, position: int, what: str) -> None:
+        parents = self.pending.get(position)
+        if parents is not None:
+            parents.discard(what)
+            if not parents:
+                del self.pending[position]
 
     def _apply(self, op: Op) -> None:
         try:
@@ -440,10 +506,6 @@ class _Explorer:
         if self.reorder:
             creator = self.creator
             rec.deps = tuple(c for c in (creator.get(n) for n in names_used) if c is not None)
-            for omission in self.omissions.values():
-                omission.add(position, rec)
-            if rec.kind != _TRUNC:
-                self.omissions[position] = _Omission(position, vol.names, vol.dirs)
         self._apply(op)
         if rec.kind == _NEW:
             self.nodes[rec.inode] = _Inode(b"")
@@ -457,11 +519,14 @@ class _Explorer:
             elif rec.kind == _UNLINK:
                 creator.pop(path, None)
                 self.pending[position] = {_parent(path)}
-            elif rec.kind != _TRUNC:
+            elif rec.kind == _TRUNC:
+                self.pending[position] = {f"\0{rec.inode}"}
+                self.trunc_pending.setdefault(rec.inode, []).append(position)
+            else:
                 creator[path] = position
                 self.pending[position] = {_parent(path)}
         self.meta.append(rec)
-        self._choices = None
+        self._prefixes = None
 
     def _barrier(self) -> None:
         self.committed = len(self.meta)
@@ -471,96 +536,72 @@ class _Explorer:
         for position in range(self.cp, target):
             self.meta[position].replay(self.base_names, self.base_dirs)
         self.cp = max(self.cp, target)
-        self._choices = None
+        self._prefixes = None
 
     # --- metadata choices ---------------------------------------------------------------
-    def choices(self) -> list[_Choice]:
-        if self._choices is None:
-            self._choices = self._compute_choices()
-        return self._choices
+    def prefixes(self) -> list[_Choice]:
+        """Every in-order metadata prefix reaching the last barrier, longest first."""
+        if self._prefixes is None:
+            meta = self.meta
+            lo = self.committed
+            names = dict(self.base_names)
+            dirs = set(self.base_dirs)
+            for position in range(self.cp, lo):
+                meta[position].replay(names, dirs)
+            dirs_t = _dirs_tuple(dirs)
+            out = [_Choice(tuple(sorted(names.items())), dirs_t, lo, frozenset())]
+            for position in range(lo, len(meta)):
+                rec = meta[position]
+                rec.replay(names, dirs)
+                if rec.kind == _MKDIR:
+                    dirs_t = _dirs_tuple(dirs)
+                out.append(_Choice(tuple(sorted(names.items())), dirs_t, position + 1, frozenset()))
+            out.reverse()  # most persisted first
+            self._prefixes = out
+        return self._prefixes
 
-    def _compute_choices(self) -> list[_Choice]:
+    def omissions(self, bound: int) -> Iterator[_Choice | None]:
+        """Reorder: for every set of at most ``bound`` pending operations, fewest
+        first, the choice where they (and their dependants) are lost and every other
+        operation persists; None for a set that repeats a smaller one (it holds a
+        dependant of another member)."""
         meta = self.meta
         n = len(meta)
-        lo = self.committed
-        names = dict(self.base_names)
-        dirs = set(self.base_dirs)
-        for position in range(self.cp, lo):
-            meta[position].replay(names, dirs)
-        dirs_t = _dirs_tuple(dirs)
-        prefixes = [_Choice(tuple(sorted(names.items())), dirs_t, lo, frozenset())]
-        for position in range(lo, n):
-            rec = meta[position]
-            rec.replay(names, dirs)
-            if rec.kind == _MKDIR:
-                dirs_t = _dirs_tuple(dirs)
-            prefixes.append(
-                _Choice(tuple(sorted(names.items())), dirs_t, position + 1, frozenset())
-            )
-        prefixes.reverse()  # most persisted first
-        if not self.reorder or not self.pending or self.model.max_omit < 1:
-            return prefixes
-        out = list(prefixes)
-        seen: set[tuple[int, tuple[int, ...]]] = {(c.cut, ()) for c in prefixes}
+        cp = self.cp
         pending = list(self.pending)
-        if len(pending) > FEW_PENDING:
-            # Many pending: one omitted at a time, against the whole metadata prefix.
-            for position in pending:
-                omission = self.omissions[position]
-                kept_out = sorted(d for d in omission.dropped if d < omission.end)
-                key = (omission.end, tuple(kept_out))
-                if key not in seen:
-                    seen.add(key)
-                    out.append(
-                        _Choice(
-                            tuple(sorted(omission.names.items())),
-                            _dirs_tuple(omission.dirs),
-                            omission.end,
-                            frozenset(kept_out),
-                        )
-                    )
-            return out
-        for size in range(1, self.model.max_omit + 1):
+        bit = {position: 1 << i for i, position in enumerate(pending)}
+        # ancestors[position - cp]: the pending operations ``position`` depends on,
+        # transitively, as a bit mask
+        ancestors = [0] * (n - cp)
+        for position in range(cp, n):
+            mask = 0
+            for d in meta[position].deps:
+                if d >= cp:
+                    mask |= bit.get(d, 0) | ancestors[d - cp]
+            ancestors[position - cp] = mask
+        for size in range(1, bound + 1):
             for omitted in itertools.combinations(pending, size):
-                dropped = self._closure(omitted, n)
-                ordered = sorted(dropped)
+                chosen = 0
+                for position in omitted:
+                    chosen |= bit[position]
+                if any(ancestors[position - cp] & chosen for position in omitted):
+                    yield None  # the same closure as the set without the dependant
+                    continue
                 names = dict(self.base_names)
                 dirs = set(self.base_dirs)
-                omit_dirs: tuple[str, ...] | None = None
-                end = self.cp  # one past the last kept position
-                for position in range(self.cp, n):
-                    if position not in dropped:
-                        rec = meta[position]
-                        rec.replay(names, dirs)
-                        if rec.kind == _MKDIR:
-                            omit_dirs = None
-                        end = position + 1
-                    if position < lo - 1 or position < omitted[-1]:
-                        continue  # not a persisted prefix, or not all of `omitted` reached
-                    key = (end, tuple(ordered[: bisect.bisect_left(ordered, end)]))
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    if omit_dirs is None:
-                        omit_dirs = _dirs_tuple(dirs)
-                    out.append(
-                        _Choice(tuple(sorted(names.items())), omit_dirs, end, frozenset(key[1]))
-                    )
-        return out
-
-    def _closure(self, omitted: tuple[int, ...], cut: int) -> set[int]:
-        """``omitted`` and every operation before ``cut`` that depends on a dropped one."""
-        dropped = set(omitted)
-        meta = self.meta
-        for position in range(omitted[0] + 1, cut):
-            deps = meta[position].deps
-            if deps and position not in dropped and any(d in dropped for d in deps):
-                dropped.add(position)
-        return dropped
+                dropped: list[int] = []
+                for position in range(cp, n):
+                    if bit.get(position, 0) & chosen or ancestors[position - cp] & chosen:
+                        dropped.append(position)
+                    else:
+                        meta[position].replay(names, dirs)
+                yield _Choice(
+                    tuple(sorted(names.items())), _dirs_tuple(dirs), n, frozenset(dropped)
+                )
 
     # --- crash states ---------------------------------------------------------------------
     def frame(
-        self, choice: _Choice, special: dict[tuple[int, frozenset[int]], _Options | bytes]
+        self, choice: _Choice, special: dict[tuple[int, int, frozenset[int]], _Options | bytes]
     ) -> tuple[_Frame, tuple[object, ...]]:
         """The frame of ``choice`` and a key identifying it (equal keys, equal frames)."""
         nodes = self.nodes
@@ -569,17 +610,16 @@ class _Explorer:
         dropped = choice.dropped
         contents: list[bytes] = []
         slots: list[tuple[int, _Options]] = []
-        keys: list[tuple[int, frozenset[int]]] = []
+        keys: list[tuple[int, int, frozenset[int]]] = []
         for i, (_, inode) in enumerate(choice.items):
             node = nodes[inode]
-            truncs = node.truncs
-            if truncs and (truncs[-1] >= cut or (dropped and not dropped.isdisjoint(truncs))):
-                kept = frozenset(t for t in truncs if t < cut and t not in dropped)
-                key = (inode, kept)
+            variant = node.variant(cut, dropped)
+            if variant is not None:
+                key = (inode, *variant)
                 keys.append(key)
                 found = special.get(key)
                 if found is None:
-                    whole, bare = node.replay(kept)
+                    whole, bare = node.replay(*variant)
                     if not self.volatile or whole == bare:
                         found = whole
                     else:
@@ -601,19 +641,63 @@ class _Explorer:
         frame = _Frame(paths, contents, slots, choice.dirs)
         return frame, (choice.items, choice.dirs, tuple(keys))
 
+    def data_bound(self) -> int:
+        """At most how many data combinations one metadata choice can have."""
+        if not self.volatile:
+            return 1
+        bound = 1
+        block_size = self.model.block_size
+        for node in self.nodes.values():
+            if node.pending:
+                bound *= _options_bound(node.reach, block_size)
+        return bound
+
     def states(self) -> tuple[tuple[CrashState, ...], int]:
         """The distinct crash states after the operations so far, and the cut count."""
         if self._result is None:
-            frames: list[_Frame] = []
-            keys: set[tuple[object, ...]] = set()
-            special: dict[tuple[int, frozenset[int]], _Options | bytes] = {}
-            for choice in self.choices():
-                frame, key = self.frame(choice, special)
-                if key not in keys:
-                    keys.add(key)
-                    frames.append(frame)
-            self._result = _enumerate(frames, self.model.max_states)
+            self._result = self._states()
         return self._result
+
+    def _states(self) -> tuple[tuple[CrashState, ...], int]:
+        limit = self.model.max_states
+        frames: list[_Frame] = []
+        keys: set[tuple[object, ...]] = set()
+        special: dict[tuple[int, int, frozenset[int]], _Options | bytes] = {}
+        seen: dict[CrashState, None] = {}
+        prefixes = self.prefixes()
+        choices: Iterator[_Choice | None] = iter(prefixes)
+        left = 0  # combinations of omitted operations left out by the bound
+        unreached = len(prefixes)  # metadata choices not reached when max_states stops
+        if self.reorder and self.pending:
+            p = len(self.pending)
+            bound = reorder_bound(self.model, p)
+            left = reorder_cut(p, len(self.meta) - self.committed, bound)
+            unreached += sum(math.comb(p, i) for i in range(1, bound + 1))
+            choices = itertools.chain(choices, self.omissions(bound))
+        full = False
+        for choice in choices:
+            unreached -= 1
+            if choice is None:
+                continue
+            frame, key = self.frame(choice, special)
+            if key in keys:
+                continue
+            keys.add(key)
+            frames.append(frame)
+            seen[frame.state(None)] = None
+            if len(seen) >= limit:
+                full = True
+                break
+        cut = sum(f.count for f in frames) - len(frames)
+        if full:
+            left += unreached
+        else:
+            for frame, combo in _combos(frames):
+                cut -= 1
+                seen[frame.state(combo)] = None
+                if len(seen) >= limit:
+                    break
+        return tuple(seen), cut + left * self.data_bound()
 
     def pessimistic(self) -> CrashState:
         """Metadata after the last barrier lost and every pending write lost."""
@@ -639,7 +723,7 @@ def power_crash_points(
 
     Args:
         model: ``power-loss``, ``power-loss-reorder`` or a variant of them (block
-            size, ``max_states``, ``max_omit``). With ``volatile_data`` False the
+            size, ``max_states``, ``reorder_bound``). With ``volatile_data`` False the
             data of every inode survives whole and only metadata is at risk.
         initial: the durable disk the run started from.
         ops: the trace's mutating operations in program order (failed ones are
@@ -649,7 +733,8 @@ def power_crash_points(
     Yields:
         One :class:`~crashpoint.faultfs.CrashPoint` per ``k``: distinct crash states
         in a deterministic order, at most ``model.max_states`` of them, and in
-        ``cut`` the number of combinations not generated.
+        ``cut`` an upper bound on the distinct crash states not generated (the
+        combinations a bound left out; 0 when the enumeration was exhaustive).
 
     Raises:
         ValueError: an operation does not replay onto ``initial`` (a trace recorded
