@@ -83,6 +83,13 @@ def _crash_point(text: str) -> int:
     return value
 
 
+def _reorder_bound(text: str) -> int:
+    value = _ascii_int(text, "--reorder-bound")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--reorder-bound must be >= 0, not {value}")
+    return value
+
+
 def _jobs(text: str) -> int:
     value = _ascii_int(text, "--jobs")
     if value < 1:
@@ -192,6 +199,20 @@ def _parser() -> argparse.ArgumentParser:
         help="worker processes (default: all cores); the report is the same for any N",
     )
     ex.add_argument(
+        "--reorder-bound",
+        type=_reorder_bound,
+        metavar="N",
+        help="power-loss-reorder: omit at most N pending operations together (default: "
+        "exhaustive up to 2^16 combinations per crash point, bounded beyond); what a bound "
+        "leaves out is counted and reported",
+    )
+    ex.add_argument(
+        "--require-exhaustive",
+        action="store_true",
+        help="exit 1 when a bound left combinations unexplored (by default a bounded run "
+        "keeps its exit code and says 'bounded: N combinations not explored')",
+    )
+    ex.add_argument(
         "--zoo",
         action="store_true",
         help="run every mutant under every model and faults; print the kill matrix; "
@@ -252,6 +273,8 @@ def _resolve(
                 ("--shard", args.shard),
                 ("--fault", args.fault),
                 ("--faults", args.faults or None),
+                ("--reorder-bound", args.reorder_bound),
+                ("--require-exhaustive", args.require_exhaustive or None),
             )
             if value is not None
         ]
@@ -459,11 +482,14 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         only_fault=args.fault,
         crash_point=args.crash_point,
         shard=args.shard,
+        reorder_bound=args.reorder_bound,
     )
     results = with_progress(tasks, jobs, run_tasks, err)
     report = build_report(results, model=args.model, target=target.name)
     paths = _write_reports(report, out)
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
+    if args.require_exhaustive and not report["exhaustive"]:
+        code = EXIT_VIOLATION  # --require-exhaustive: a bound is a failure
 
     def show() -> None:
         print_summary(report, console, counterexample=args.crash_point is None)

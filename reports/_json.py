@@ -18,6 +18,8 @@ Shape (keys are a contract; acceptance checks read them)::
             "expected", "load_returned", "replay"}]}],
       "totals": {"scenarios", "crash_points", "raw_states", "distinct_states",
                  "cut", "violations"},
+      "exhaustive": false when a bound left combinations out ("cut" counts them:
+                    an upper bound on the distinct crash states not explored),
       "counterexample": <the most severe, then minimal, violation overall, or null>
     }
 
@@ -114,7 +116,7 @@ def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
         "raw_states": r.raw_states,
         "distinct_states": r.distinct_states,
         "cut": r.cut,
-        "exhaustive": r.cut == 0,
+        "exhaustive": r.exhaustive,
         "invariants": list(r.invariants),
         "faults": r.faults,
         "violation_count": len(r.violations),
@@ -170,6 +172,7 @@ def build_report(
             "cut": sum(r.cut for r in results),
             "violations": sum(len(r.violations) for r in results),
         },
+        "exhaustive": all(r.exhaustive for r in results),
         "counterexample": violation_dict(minimal) if minimal is not None else None,
     }
     if extra:

@@ -93,7 +93,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
     ]
     if t.get("cut"):
-        out += [f"Enumeration was bounded: {t['cut']} crash states were left out.", ""]
+        out += [
+            f"bounded: {t['cut']} combinations not explored (an upper bound on the distinct "
+            "crash states left out; this run is not exhaustive).",
+            "",
+        ]
     out += [
         "| scenario | model | operations | crash points | distinct states | invariants "
         "| violations |",

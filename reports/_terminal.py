@@ -45,6 +45,13 @@ def print_summary(
     for s in report["scenarios"]:
         ids += [i for i in s["invariants"] if i not in ids]
     console.print(f"invariants checked: {' '.join(ids)}", highlight=False, soft_wrap=True)
+    if t.get("cut"):
+        console.print(
+            f"[yellow]bounded: {t['cut']} combinations not explored[/] (an upper bound on the "
+            "distinct crash states left out; this run is not exhaustive)",
+            highlight=False,
+            soft_wrap=True,
+        )
     ce = report.get("counterexample")
     if ce and counterexample:
         cp = ce["crash_point"]

@@ -151,7 +151,8 @@ class ExplorationResult:
         crash_points: crash points examined (``operations + 1`` unless restricted).
         raw_states: crash states derived, before deduplication.
         distinct_states: distinct crash states rebooted and loaded.
-        cut: crash states the model's enumeration bound left out (0: exhaustive).
+        cut: combinations the model's enumeration bounds left out, an upper bound on
+            the distinct crash states not explored (FAULT-MODEL.md §3; 0: exhaustive).
         invariants: ids of the invariants checked.
         violations: every counterexample, most severe first (SPEC.md §8 classes:
             security, data-loss, invalid-history, semantics, warning), then minimal
@@ -193,6 +194,12 @@ class ExplorationResult:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    @property
+    def exhaustive(self) -> bool:
+        """Whether every crash state of the model was explored (``cut == 0``); a
+        bounded run is never called exhaustive."""
+        return self.cut == 0
 
     def killed_by(self) -> list[str]:
         """The distinct invariant ids violated, most severe class first, in catalogue

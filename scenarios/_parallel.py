@@ -8,6 +8,7 @@ same whatever ``jobs`` is, so ``--jobs 2`` writes the same report as ``--jobs 1`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ class Task:
         faults: None for the crash exploration; else the fault specs to run.
         crash_point: only this crash point.
         shard: only this slice of the crash-state space.
+        reorder_bound: the model's ``reorder_bound`` (``--reorder-bound N``), or None.
     """
 
     scenario: str
@@ -43,6 +45,7 @@ class Task:
     faults: tuple[str, ...] | None = None
     crash_point: int | None = None
     shard: tuple[int, int] | None = None
+    reorder_bound: int | None = None
 
     @property
     def group(self) -> tuple[str, str, bool]:
@@ -59,6 +62,7 @@ def plan_tasks(
     only_fault: str | None = None,
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
+    reorder_bound: int | None = None,
 ) -> list[Task]:
     """The tasks of an exploration, in report order (per model, per scenario)."""
     tasks: list[Task] = []
@@ -66,9 +70,11 @@ def plan_tasks(
     for model in models:
         for name in scenarios:
             if crashes:
-                tasks.append(Task(name, model, target, None, crash_point, shard))
+                tasks.append(Task(name, model, target, None, crash_point, shard, reorder_bound))
             if only_fault is not None:
-                tasks.append(Task(name, model, target, (only_fault,), crash_point, shard))
+                tasks.append(
+                    Task(name, model, target, (only_fault,), crash_point, shard, reorder_bound)
+                )
             elif faults:
                 if name not in plans:
                     ops = record(SCENARIOS[name], get_target(target)).ops
@@ -83,6 +89,7 @@ def plan_tasks(
                             tuple(specs[i : i + FAULT_SLICE]),
                             crash_point,
                             shard,
+                            reorder_bound,
                         )
                     )
     return tasks
@@ -92,6 +99,8 @@ def run_task(task: Task) -> ExplorationResult:
     """Run one task (in a worker process or in this one)."""
     workload = SCENARIOS[task.scenario]
     model = MODELS[task.model]
+    if task.reorder_bound is not None:
+        model = dataclasses.replace(model, reorder_bound=task.reorder_bound)
     target = get_target(task.target)
     if task.faults is None:
         return explore(
