@@ -256,13 +256,27 @@ class FileStateStorage:
         fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
         write_bytes(fs, tmp, data)
         self._sync_data(tmp)
-        if fs.exists(main):
+        if fs.exists(main) and self._rotatable(main):
             if fs.exists(bak):
                 fs.unlink(bak)
             fs.rename(main, bak)
         fs.rename(tmp, main)
         self._sync_dir()
         self._clear_marker(main + ".ended")
+
+    def _rotatable(self, main: str) -> bool:
+        """Whether save may rotate ``main`` to bak: only when it decodes (SPEC.md §6).
+        An undecodable main rotated over a good bak would leave nothing loadable if a
+        crash came before ``rename(tmp, main)``; it is replaced directly instead. The
+        published algorithm (strict=False) rotates whatever main holds. A read error
+        is raised (OSError: the save fails, nothing touched but tmp)."""
+        if not self.strict:
+            return True
+        try:
+            self._check_pairing(decode_bytes(self.fs.read(main)))
+        except StateError:
+            return False
+        return True
 
     def _clear_marker(self, ended: str) -> None:
         # After the directory sync: were the unlink to persist without the renames
