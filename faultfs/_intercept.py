@@ -197,6 +197,9 @@ class Interception:
             ``"threading: concurrent file calls"``). Non-empty means incomplete.
         escapes: paths outside ``root`` the target tried to create, write, rename or
             delete (SPEC S1), in order, without repeats.
+        outside_reads: paths outside ``root``, absent from the model, that the target
+            read from the real disk (read-only: ``open`` for reading, ``stat``,
+            ``listdir``, ``exists``), in order, without repeats.
         pid: the process id the target sees (``os.getpid``).
     """
 
@@ -207,6 +210,7 @@ class Interception:
         self.seed = seed
         self.unsupported: list[str] = []
         self.escapes: list[str] = []
+        self.outside_reads: list[str] = []
         self.guard = _Guard(self)
         self.os = _FakeOs(self)
         self.io = _FakeIo(self)
@@ -254,13 +258,26 @@ class Interception:
         if name not in self.unsupported:
             self.unsupported.append(name)
 
+    def inside(self, path: str) -> bool:
+        """``path`` is ``root`` or lies under it."""
+        root = self.root
+        return path == root or path.startswith(root + "/") or root == "/"
+
     def confine(self, path: str) -> str:
         """Note ``path`` as an escape if it lies outside ``root``; return it."""
-        root = self.root
-        inside = path == root or path.startswith(root + "/") or root == "/"
-        if not inside and path not in self.escapes:
+        if not self.inside(path) and path not in self.escapes:
             self.escapes.append(path)
         return path
+
+    def real_outside(self, path: str) -> bool:
+        """True when a read of ``path`` is served by the real disk, read-only: it lies
+        outside ``root``, the model has nothing there and the real disk has (package
+        data, a config file). Listed in :attr:`outside_reads`."""
+        if self.inside(path) or self.fs.exists(path) or not os.path.exists(path):
+            return False
+        if path not in self.outside_reads:
+            self.outside_reads.append(path)
+        return True
 
     # --- helpers used by the fakes ---------------------------------------------------
     def resolve(self, path: Any, dir_fd: int | None = None) -> str:
@@ -560,6 +577,8 @@ class _FakeOs:
         if isinstance(path, int):
             return self.fstat(path)
         p = i.resolve(path, dir_fd)
+        if i.real_outside(p):
+            return os.stat(p)
         fs = i.fs
         now = i.now_ns(advance=False)
         atime, mtime = i._times.get(p, (now, now))
@@ -584,7 +603,10 @@ class _FakeOs:
         i = self._i
         if isinstance(path, int):
             path = i.table.path(path)
-        names = i.fs.listdir(i.resolve(path))
+        p = i.resolve(path)
+        if i.real_outside(p):
+            return os.listdir(path)
+        names = i.fs.listdir(p)
         return [os.fsencode(n) for n in names] if isinstance(path, bytes) else names  # type: ignore[misc]
 
     def scandir(self, path: Any = ".") -> _ScandirIterator:
@@ -594,6 +616,8 @@ class _FakeOs:
             path = i.table.path(path)
             given = None
         p = i.resolve(path)
+        if given is not None and i.real_outside(p):
+            return os.scandir(given)  # type: ignore[return-value]
         names = i.fs.listdir(p)
         shown = None if given is None else os.fspath(given)
         return _ScandirIterator([_DirEntry(self, p, n, shown) for n in names])
@@ -900,7 +924,8 @@ class _FakePath:
         if isinstance(path, int):
             return path in self._i.table
         try:
-            return self._i.fs.exists(self._i.resolve(path))
+            p = self._i.resolve(path)
+            return self._i.fs.exists(p) or self._i.real_outside(p)
         except (OSError, ValueError):
             return False
 
@@ -1152,6 +1177,10 @@ def _fake_open(
             RuntimeWarning,
             3,
         )
+    if not isinstance(file, int) and reading and not updating:
+        p = icpt.resolve(file)
+        if icpt.real_outside(p):
+            return _REAL_OPEN(p, mode, buffering, encoding, errors, newline, closefd, opener)
     rawmode = (
         ("x" if creating else "")
         + ("r" if reading else "")

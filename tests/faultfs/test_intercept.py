@@ -848,3 +848,22 @@ def test_a_short_count_makes_cpython_write_the_rest_as_the_kernel_would_see() ->
     assert fs.read(BASE + "/big") == b"x" * 5000
     big = [(o.offset, len(o.data)) for o in fs.trace.ops if o.path == BASE + "/big" and o.data]
     assert [off for off, _ in big] == [0, 1000, 2000, 3000, 4000]
+
+
+def test_reads_outside_the_base_directory_fall_back_to_the_real_disk_read_only() -> None:
+    here = os.path.abspath(__file__)
+    with open(here, "rb") as f:
+        original = f.read()
+    fs = recording()
+    with intercept(fs, root=BASE) as icpt:
+        with open(here, "rb") as f:
+            assert f.read() == original
+        assert pathlib.Path(here).read_bytes() == original
+        assert os.path.exists(here) and os.path.isfile(here)
+        assert os.path.basename(here) in os.listdir(os.path.dirname(here))
+        with pytest.raises(FileNotFoundError):  # a write goes to the model (no such dir)
+            open(here, "ab")  # noqa: SIM115
+        assert not os.path.exists(BASE + "/nothing")  # inside: the model only
+    assert here in icpt.outside_reads and here in icpt.escapes
+    with open(here, "rb") as f:
+        assert f.read() == original
