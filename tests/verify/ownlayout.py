@@ -10,6 +10,7 @@ same way. Nothing here knows the reference's ``S.json``/``S.json.bak``/``S.json.
 from __future__ import annotations
 
 import contextlib
+import json
 import posixpath
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +26,21 @@ from crashpoint.core import (
     state_is_paired,
 )
 from crashpoint.faultfs import FileSystem, makedirs
+
+
+def _owner(data: bytes) -> str | None:
+    """The sessionId a file records, if it is a JSON object with one."""
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return None
+    owner = obj.get("sessionId") if isinstance(obj, dict) else None
+    return owner if isinstance(owner, str) else None
+
+
+def _collision(session_id: str) -> StateError:
+    # another id maps to the same file name (SPEC.md §4: never overwrite its file)
+    return StateError("session_id_collision", "the file holds another session's id")
 
 
 def _failed(what: str, exc: OSError) -> StateError:
@@ -93,8 +109,10 @@ class OwnLayoutStorage:
             if exc.code == ErrorCode.SCHEMA_VERSION_UNSUPPORTED:
                 raise
             raise StateError(ErrorCode.STATE_CORRUPT, "undecodable", cause=exc) from exc
-        if state.session_id != session_id or not state_is_paired(state):
-            raise StateError(ErrorCode.STATE_CORRUPT, "not this session's or unpaired")
+        if state.session_id != session_id:
+            raise _collision(session_id)
+        if not state_is_paired(state):
+            raise StateError(ErrorCode.STATE_CORRUPT, "unpaired")
         return state
 
     # --- SPEC.md §6 -------------------------------------------------------------------
@@ -102,7 +120,17 @@ class OwnLayoutStorage:
         path = self._path(state.session_id)
         if not state_is_paired(state):
             raise StateError(ErrorCode.HISTORY_UNPAIRED, "tool calls not paired")
+        self._refuse_other_owner(path, state.session_id)
         self._replace(path, encode_bytes(state))
+
+    def _refuse_other_owner(self, path: str, session_id: str) -> None:
+        try:
+            data = self.fs.read(path) if self.fs.exists(path) else None
+        except OSError as exc:
+            raise _failed("read", exc) from exc
+        owner = None if data is None else _owner(data)
+        if owner is not None and owner != session_id:
+            raise _collision(session_id)
 
     def load(self, session_id: str) -> AgentState:
         return self._read(session_id)
@@ -129,6 +157,7 @@ class OwnLayoutStorage:
 
     def delete(self, session_id: str) -> None:
         path = self._path(session_id)
+        self._refuse_other_owner(path, session_id)
         try:
             for p in (path, path + ".new"):
                 if self.fs.exists(p):
