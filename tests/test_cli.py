@@ -278,12 +278,12 @@ def test_ctrl_c_stops_the_workers_and_exits_130_promptly(tmp_path: pathlib.Path)
     assert b"Traceback" not in err
 
 
-def test_jobs_are_capped_at_the_usable_cores(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_jobs_are_capped_at_the_usable_cores() -> None:
+    import os
+
     from crashpoint._options import cap_jobs, usable_cores
 
-    assert usable_cores() == len(__import__("os").sched_getaffinity(0))
+    assert usable_cores() == len(os.sched_getaffinity(0))
     notices: list[str] = []
     assert cap_jobs(1000, notices.append) == usable_cores()
     assert len(notices) == 1 and "\n" not in notices[0] and "1000" in notices[0]
