@@ -144,8 +144,13 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     interrupted run exits in well under a second instead of finishing the queue).
 
     Python 3.14 has ``ProcessPoolExecutor.kill_workers``; before it, the pool's worker
-    processes are reached through its ``_processes`` table."""
+    processes are reached through its ``_processes`` table. The pool's pending work is
+    dropped first: Python 3.11's manager thread would otherwise fail a traceback onto
+    stderr setting "broken pool" on futures that ``map`` had already cancelled."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops it
+    pending = getattr(pool, "_pending_work_items", None)
+    if isinstance(pending, dict):
+        pending.clear()
     kill = getattr(pool, "kill_workers", None)
     if callable(kill):  # pragma: no cover - Python 3.14+
         kill()

@@ -82,12 +82,21 @@ def kill_matrix(
         for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
-        with ProcessPoolExecutor(max_workers=min(jobs, len(targets))) as pool:
+        from ._parallel import ignore_interrupts, stop_workers
+
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(targets)), initializer=ignore_interrupts
+        )
+        try:
             outcomes = []
             for target, outcome in zip(targets, pool.map(_row_by_name, jobs_args), strict=True):
                 if progress:
                     progress(target.name)
                 outcomes.append(outcome)
+        except BaseException:  # Ctrl-C included: kill the workers, do not finish the queue
+            stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
     else:
         outcomes = []
         for target in targets:

@@ -241,7 +241,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-def test_ctrl_c_stops_the_workers_and_exits_130_promptly(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("mode", [["--model", "all", "--faults"], ["--zoo"]], ids=["faults", "zoo"])
+def test_ctrl_c_stops_the_workers_and_exits_130_promptly(
+    mode: list[str], tmp_path: pathlib.Path
+) -> None:
     import signal
     import subprocess
     import sys
@@ -249,7 +252,7 @@ def test_ctrl_c_stops_the_workers_and_exits_130_promptly(tmp_path: pathlib.Path)
 
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "crashpoint", "explore", "--model", "all", "--faults"),
+            *(sys.executable, "-m", "crashpoint", "explore", *mode),
             *("--jobs", "2", "--out", str(tmp_path)),
         ],
         stdout=subprocess.PIPE,
