@@ -301,7 +301,30 @@ the leftover check never mistakes another session's loop devices for this one's.
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, check=check, capture_output=True, text=True)
+    """Run a command; with ``check``, a failure raises AssertionError with its stderr."""
+    done = subprocess.run(args, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+    return done
+
+
+def _attach_and_mount(image: Path, mountpoint: Path, fstype: str, options: str) -> str:
+    """Attach ``image`` to a free loop device and mount it; returns the device. Two xdist
+    workers can race for a device that is still being released: such a failure is retried
+    on a fresh device (three times), then raised with mount's message."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    opts = ["-o", options] if options else []
+    for attempt in range(3):
+        device = sh("losetup", "--find", "--show", str(image)).stdout.strip()
+        done = sh("mount", "-t", fstype, *opts, device, str(mountpoint), check=False)
+        if done.returncode == 0:
+            return device
+        _detach(device, image)
+        if attempt == 2:
+            raise AssertionError(f"mount {image} on {device}: {done.stderr.strip()}")
+        print(f"reality: mount of {image} on {device} failed, retried: {done.stderr.strip()}")
+        time.sleep(0.2)
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -324,16 +347,11 @@ class Mounted:
 def loop_mount(image: Path, mountpoint: Path, fstype: str, options: str = "") -> Iterator[Mounted]:
     """Attach ``image`` to a free loop device and mount it at ``mountpoint``; unmount and
     detach on the way out, whatever happened."""
-    device = sh("losetup", "--find", "--show", str(image)).stdout.strip()
-    mounted = False
+    device = _attach_and_mount(image, mountpoint, fstype, options)
     try:
-        mountpoint.mkdir(parents=True, exist_ok=True)
-        opts = ["-o", options] if options else []
-        sh("mount", "-t", fstype, *opts, device, str(mountpoint))
-        mounted = True
         yield Mounted(mountpoint, device)
     finally:
-        if mounted and sh("umount", str(mountpoint), check=False).returncode != 0:
+        if sh("umount", str(mountpoint), check=False).returncode != 0:
             time.sleep(0.2)
             if sh("umount", str(mountpoint), check=False).returncode != 0:
                 sh("umount", "-l", str(mountpoint), check=False)
