@@ -1,24 +1,27 @@
 """Emulated power cuts against ``power-loss`` (issue 9, FAULT-MODEL.md §3, "Validation").
 
-The workload runs on a fresh ext4 (or XFS) image attached to a loop device; its
+The workload runs on a fresh ext4, XFS or btrfs image attached to a loop device; its
 setup is made durable (syncfs) first. The writer SIGKILLs itself when it issues
 operation N; the image's backing file is read until two consecutive reads agree
 (the kernel may still be writing back: only a consistent copy is a state a power
 cut could leave); the copy is mounted on another loop device, which replays the
-journal, and the tree it holds must be one of ``power-loss``'s crash states at
-crash point N. Each cut is taken at once; on ext4 also after a journal commit (the
-original mounted with ``commit=1``, the copy taken 1.5 s after the kill), and after
+journal (or btrfs's log tree), and the tree it holds must be one of the model's crash
+states at crash point N: ``power-loss`` for ext4 and XFS, ``power-loss-reorder`` for
+btrfs (docs/models.md; whether btrfs's states also fit ``power-loss`` is counted).
+Each cut is taken at once; also after a commit (the original mounted ``commit=1``; on
+ext4 the copy waits for jbd2 to count a commit after the kill), and, on ext4, after
 part of the dirty data was written back (a random page-aligned prefix of each file,
 ``sync_file_range``, then the commit): the delayed-allocation states.
-The child's acknowledgements must agree with the model's recording, as for kills.
+The child's acknowledgements and operations must agree with the model's recording.
 
-Needs root, ``losetup``, ``mount`` and ``mkfs.ext4``/``mkfs.xfs``; where the machine
-lacks one the tests are skipped with the reason (and ``.ci/run`` prints it). No loop
-device or mount is left behind, even when a test fails (checked at the end).
+Needs root, ``losetup``, ``mount`` and ``mkfs.ext4``/``mkfs.xfs``/``mkfs.btrfs``; where
+the machine lacks one the tests are skipped with the reason (and ``.ci/run`` prints it).
+No loop device or mount is left behind, even when a test fails (checked per test and
+at the end of the session).
 
-The default run (``-m reality``) cuts a sample of crash points (about 60, half a minute);
-``CRASHPOINT_REALITY_LONG=1`` cuts every crash point of every catalogue storage
-workload for each target.
+The default run (``-m reality``) cuts a sample of crash points (about 70, a minute or
+two); ``CRASHPOINT_REALITY_LONG=1`` cuts every crash point of every catalogue storage
+workload for each target at once, and a sample after a commit or a writeback.
 """
 
 from __future__ import annotations
