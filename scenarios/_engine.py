@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -38,10 +38,12 @@ __all__ = [
     "Kind",
     "Run",
     "Step",
+    "Tally",
     "explore_kind",
     "fault_spec",
     "invariant_ids",
     "invariant_info",
+    "judged_crash_states",
     "register_invariants",
     "state_after",
 ]
@@ -352,6 +354,45 @@ def explore_kind(
     return result
 
 
+class Tally(Protocol):
+    """Where :func:`judged_crash_states` counts (any result with these attributes)."""
+
+    crash_points: int
+    cut: int
+
+
+def judged_crash_states(
+    model: PersistenceModel,
+    initial: CrashState,
+    ops: Sequence[Op],
+    tally: Tally,
+    *,
+    from_point: int = 0,
+    only: Collection[int] | None = None,
+    crash_point: int | None = None,
+    shard: tuple[int, int] | None = None,
+) -> Iterator[tuple[int, Sequence[CrashState]]]:
+    """The crash points ``k`` of a trace to judge, each with its crash states under
+    ``model`` (FAULT-MODEL.md §3), filtered: ``k >= from_point``, ``k`` in ``only``
+    (when given), ``k == crash_point`` (when given), states in slice ``shard``.
+    Counts every crash point yielded and its states cut by the model's bound into
+    ``tally`` (never silently). Every kind's judging loop runs on this."""
+    for point in crash_points(model, initial, ops):
+        k = point.index
+        if k < from_point or crash_point not in (None, k):
+            continue
+        if only is not None and k not in only:
+            continue
+        states: Sequence[CrashState] = point.states
+        if shard is not None:
+            states = tuple(s for s in states if _in_shard(s, shard))
+            if not states:
+                continue
+        tally.crash_points += 1
+        tally.cut += point.cut
+        yield k, states
+
+
 def _note_unsupported(result: EngineResult, run: Run) -> None:
     for call in run.unsupported:
         if call not in result.unsupported:
@@ -386,19 +427,16 @@ class _Judge(Generic[W, Obs]):
         for k, finding in kind.trace_findings(run):
             if k >= from_point and self.crash_point in (None, k):
                 add(k, state_after(run, k), finding)
-        for point in crash_points(self.model, run.initial, run.ops):
-            k = point.index
-            if k < from_point or self.crash_point not in (None, k):
-                continue
-            if only is not None and k not in only:
-                continue
-            states: Sequence[CrashState] = point.states
-            if self.shard is not None:
-                states = [s for s in states if _in_shard(s, self.shard)]
-                if not states:
-                    continue
-            result.crash_points += 1
-            result.cut += point.cut
+        for k, states in judged_crash_states(
+            self.model,
+            run.initial,
+            run.ops,
+            result,
+            from_point=from_point,
+            only=only,
+            crash_point=self.crash_point,
+            shard=self.shard,
+        ):
             t0 = time.perf_counter()
             for state in states:
                 result.raw_states += 1

@@ -42,6 +42,7 @@ from ._checkers import (
     severity_rank,
     v1_required,
 )
+from ._engine import judged_crash_states
 from ._targets import TARGETS, Factory, Target, get_target
 from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
@@ -494,19 +495,18 @@ class Checker:
         ends = [math.inf if c.end is None else c.end for c in recording.calls]
         folded: dict[tuple[int, int], dict[str, Expectation]] = {}
         workload = self.workload
-        for point in crash_points(self.model, recording.initial, ops):
-            k = point.index
-            if k < from_point or crash_point not in (None, k):
-                continue
-            if only is not None and k not in only:
-                continue
-            states = point.states
-            if shard is not None:
-                states = tuple(s for s in states if _in_shard(s, shard))
-                if not states:
-                    continue
-            result.crash_points += 1
-            result.cut += point.cut
+        # The engine enumerates, filters and counts the crash states (it knows no
+        # kind); judging them against SPEC.md §8 is this kind's part.
+        for k, states in judged_crash_states(
+            self.model,
+            recording.initial,
+            ops,
+            result,
+            from_point=from_point,
+            only=only,
+            crash_point=crash_point,
+            shard=shard,
+        ):
             t0 = time.perf_counter()
             # What was acknowledged changes only where a call begins or returns: fold
             # the calls once per such step, not once per crash point.
