@@ -79,7 +79,7 @@ import itertools
 import math
 import posixpath
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ._image import CrashState, Image
 from ._models import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective
@@ -300,8 +300,7 @@ class _Inode:
         return whole, bare
 
 
-@dataclass(frozen=True, slots=True)
-class _Choice:
+class _Choice(NamedTuple):
     """A metadata choice: the names and directories it leaves, and which metadata
     positions persisted (``< cut`` and not in ``dropped``)."""
 
@@ -422,6 +421,7 @@ class _Explorer:
         # "\0<inode>" for a truncation), in position order
         self.pending: dict[int, set[str]] = {}
         self.trunc_pending: dict[int, list[int]] = {}  # reorder: inode -> positions
+        self.truncs: set[int] = set()  # positions of every truncation
         self._prefixes: list[_Choice] | None = None
         self._result: tuple[tuple[CrashState, ...], int] | None = None
 
@@ -511,6 +511,7 @@ class _Explorer:
             self.nodes[rec.inode] = _Inode(b"")
         elif rec.kind == _TRUNC:
             self.nodes[rec.inode].trunc(position, rec.size)
+            self.truncs.add(position)
         if self.reorder:
             if rec.kind == _RENAME:
                 creator.pop(path, None)
@@ -560,11 +561,11 @@ class _Explorer:
             self._prefixes = out
         return self._prefixes
 
-    def omissions(self, bound: int) -> Iterator[_Choice | None]:
+    def omissions(self, bound: int) -> Iterator[_Choice]:
         """Reorder: for every set of at most ``bound`` pending operations, fewest
         first, the choice where they (and their dependants) are lost and every other
-        operation persists; None for a set that repeats a smaller one (it holds a
-        dependant of another member)."""
+        operation persists. A set holding a dependant of another member repeats the
+        smaller set without it, so only sets free of such pairs are generated."""
         meta = self.meta
         n = len(meta)
         cp = self.cp
@@ -579,67 +580,104 @@ class _Explorer:
                 if d >= cp:
                     mask |= bit.get(d, 0) | ancestors[d - cp]
             ancestors[position - cp] = mask
+        above = [ancestors[position - cp] for position in pending]
+        count = len(pending)
+        # lost_with[j]: omitting any of these loses position cp + j
+        lost_with: list[int] = []
+        replays = []
+        mkdirs: list[bool] = []
+        # the names before each pending operation when nothing is omitted: a set's
+        # replay starts at its first member
+        snaps: list[tuple[_Names, set[str]]] = []
+        names = dict(self.base_names)
+        dirs = set(self.base_dirs)
+        for position in range(cp, n):
+            own = bit.get(position, 0)
+            if own:
+                snaps.append((dict(names), set(dirs)))
+            rec = meta[position]
+            lost_with.append(own | ancestors[position - cp])
+            replays.append(rec.replay)
+            mkdirs.append(rec.kind == _MKDIR)
+            rec.replay(names, dirs)
+        all_dirs = _dirs_tuple(dirs)
+
+        def sets(start: int, size: int, chosen: int) -> Iterator[int]:
+            if size == 0:
+                yield chosen
+                return
+            for i in range(start, count - size + 1):
+                if not above[i] & chosen:
+                    yield from sets(i + 1, size - 1, chosen | 1 << i)
+
         for size in range(1, bound + 1):
-            for omitted in itertools.combinations(pending, size):
-                chosen = 0
-                for position in omitted:
-                    chosen |= bit[position]
-                if any(ancestors[position - cp] & chosen for position in omitted):
-                    yield None  # the same closure as the set without the dependant
-                    continue
-                names = dict(self.base_names)
-                dirs = set(self.base_dirs)
+            for chosen in sets(0, size, 0):
+                first = (chosen & -chosen).bit_length() - 1
+                names = dict(snaps[first][0])
+                dirs = set(snaps[first][1])
                 dropped: list[int] = []
-                for position in range(cp, n):
-                    if bit.get(position, 0) & chosen or ancestors[position - cp] & chosen:
-                        dropped.append(position)
+                lost_dir = False
+                for j in range(pending[first] - cp, n - cp):
+                    if lost_with[j] & chosen:
+                        dropped.append(cp + j)
+                        lost_dir = lost_dir or mkdirs[j]
                     else:
-                        meta[position].replay(names, dirs)
+                        replays[j](names, dirs)
                 yield _Choice(
-                    tuple(sorted(names.items())), _dirs_tuple(dirs), n, frozenset(dropped)
+                    tuple(sorted(names.items())),
+                    _dirs_tuple(dirs) if lost_dir else all_dirs,
+                    n,
+                    frozenset(dropped),
                 )
 
     # --- crash states ---------------------------------------------------------------------
     def frame(
-        self, choice: _Choice, special: dict[tuple[int, int, frozenset[int]], _Options | bytes]
-    ) -> tuple[_Frame, tuple[object, ...]]:
-        """The frame of ``choice`` and a key identifying it (equal keys, equal frames)."""
+        self,
+        choice: _Choice,
+        special: dict[tuple[int, int, frozenset[int]], _Options | bytes],
+        known: set[tuple[object, ...]],
+    ) -> _Frame | None:
+        """The frame of ``choice``; None if a frame with its key (its names, and
+        which variant of each inode's content) is in ``known`` (it is added)."""
         nodes = self.nodes
-        block_size = self.model.block_size
+        items = choice.items
         cut = choice.cut
         dropped = choice.dropped
+        variants = [nodes[inode].variant(cut, dropped) for _, inode in items]
+        key = (items, choice.dirs, tuple(variants))
+        if key in known:
+            return None
+        known.add(key)
+        block_size = self.model.block_size
+        volatile = self.volatile
         contents: list[bytes] = []
         slots: list[tuple[int, _Options]] = []
-        keys: list[tuple[int, int, frozenset[int]]] = []
-        for i, (_, inode) in enumerate(choice.items):
+        for i, (_, inode) in enumerate(items):
             node = nodes[inode]
-            variant = node.variant(cut, dropped)
+            variant = variants[i]
             if variant is not None:
-                key = (inode, *variant)
-                keys.append(key)
-                found = special.get(key)
+                vkey = (inode, *variant)
+                found = special.get(vkey)
                 if found is None:
                     whole, bare = node.replay(*variant)
-                    if not self.volatile or whole == bare:
+                    if not volatile or whole == bare:
                         found = whole
                     else:
                         found = _Options(whole, bare, block_size)
-                    special[key] = found
+                    special[vkey] = found
                 if isinstance(found, bytes):
                     contents.append(found)
                 else:
                     contents.append(found[0])
                     slots.append((i, found))
                 continue
-            opts = node.options(block_size) if self.volatile else None
+            opts = node.options(block_size) if volatile else None
             if opts is None:
                 contents.append(node.whole)
             else:
                 contents.append(opts[0])
                 slots.append((i, opts))
-        paths = tuple(p for p, _ in choice.items)
-        frame = _Frame(paths, contents, slots, choice.dirs)
-        return frame, (choice.items, choice.dirs, tuple(keys))
+        return _Frame(tuple(p for p, _ in items), contents, slots, choice.dirs)
 
     def data_bound(self) -> int:
         """At most how many data combinations one metadata choice can have."""
@@ -665,39 +703,47 @@ class _Explorer:
         special: dict[tuple[int, int, frozenset[int]], _Options | bytes] = {}
         seen: dict[CrashState, None] = {}
         prefixes = self.prefixes()
-        choices: Iterator[_Choice | None] = iter(prefixes)
-        left = 0  # combinations of omitted operations left out by the bound
-        unreached = len(prefixes)  # metadata choices not reached when max_states stops
+        choices: Iterator[_Choice] = iter(prefixes)
+        p = bound = 0
         if self.reorder and self.pending:
             p = len(self.pending)
             bound = reorder_bound(self.model, p)
-            left = reorder_cut(p, len(self.meta) - self.committed, bound)
-            unreached += sum(math.comb(p, i) for i in range(1, bound + 1))
             choices = itertools.chain(choices, self.omissions(bound))
+        reached = 0  # metadata choices reached
         full = False
+        truncs = self.truncs
+        quick: set[tuple[object, ...]] = set()
         for choice in choices:
-            unreached -= 1
-            if choice is None:
+            reached += 1
+            dropped = choice.dropped
+            if dropped:
+                same = (choice.items, choice.dirs, dropped & truncs)
+                if same in quick:
+                    continue  # the same names and contents as an omission already seen
+                quick.add(same)
+            frame = self.frame(choice, special, keys)
+            if frame is None:
                 continue
-            frame, key = self.frame(choice, special)
-            if key in keys:
-                continue
-            keys.add(key)
             frames.append(frame)
             seen[frame.state(None)] = None
             if len(seen) >= limit:
                 full = True
                 break
         cut = sum(f.count for f in frames) - len(frames)
+        # combinations of omitted operations the bound left out, and (max_states)
+        # the metadata choices not reached
+        left = reorder_cut(p, len(self.meta) - self.committed, bound) if bound < p else 0
         if full:
-            left += unreached
+            left += len(prefixes) + sum(math.comb(p, i) for i in range(1, bound + 1)) - reached
         else:
             for frame, combo in _combos(frames):
                 cut -= 1
                 seen[frame.state(combo)] = None
                 if len(seen) >= limit:
                     break
-        return tuple(seen), cut + left * self.data_bound()
+        if left:
+            cut += left * self.data_bound()
+        return tuple(seen), cut
 
     def pessimistic(self) -> CrashState:
         """Metadata after the last barrier lost and every pending write lost."""
@@ -708,7 +754,8 @@ class _Explorer:
         choice = _Choice(
             tuple(sorted(names.items())), _dirs_tuple(dirs), self.committed, frozenset()
         )
-        frame, _ = self.frame(choice, {})
+        frame = self.frame(choice, {}, set())
+        assert frame is not None
         return frame.state((1,) * len(frame.slots))
 
 
