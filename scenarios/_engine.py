@@ -341,6 +341,11 @@ def explore_kind(
     for fault in faults:
         run = kind.record(workload, fault)
         _note_unsupported(result, run)
+        diverged = _divergence(base, run, fault)
+        if diverged is not None:
+            # A re-run that does not repeat its recording cannot be judged against it.
+            _note_unsupported(result, Run(run.initial, [], [], unsupported=[diverged]))
+            continue
         end = len(run.ops)
         only = (
             None
@@ -391,6 +396,30 @@ def judged_crash_states(
         tally.crash_points += 1
         tally.cut += point.cut
         yield k, states
+
+
+def _divergence(base: Run, run: Run, fault: Fault) -> str | None:
+    """Why a faulted re-run is not the recorded run up to its fault, or None: before
+    operation ``fault.at`` it must issue exactly the same operations (FAULT-MODEL.md
+    §4: a seeded re-run issues the same trace)."""
+    head = min(fault.at, len(base.ops))
+    for mine, theirs in zip(base.ops[:head], run.ops[:head], strict=False):
+        if (mine.kind, mine.path, mine.dst, mine.offset, mine.data, mine.size) != (
+            theirs.kind,
+            theirs.path,
+            theirs.dst,
+            theirs.offset,
+            theirs.data,
+            theirs.size,
+        ):
+            return (
+                f"re-run diverged from its recording at operation {mine.index} "
+                f"({theirs.render()} instead of {mine.render()}): the target is not "
+                "deterministic under interception"
+            )
+    if len(run.ops) < head:
+        return f"re-run diverged from its recording: it stopped after {len(run.ops)} operations"
+    return None
 
 
 def _note_unsupported(result: EngineResult, run: Run) -> None:

@@ -253,3 +253,16 @@ class StuckAfterFailureStore(_Base):
         except OSError:
             self.failed = True
             raise
+
+
+_CALLS = [0]
+
+
+class NondeterministicStore(_Base):
+    """Names its temporary file after a process-wide counter: a re-run with a fault
+    armed does not repeat the recorded run (verdict incomplete, never compared)."""
+
+    def save(self, value: Any) -> None:
+        _CALLS[0] += 1
+        tmp = f"{self.path}.{_CALLS[0]}.tmp"
+        _durable_replace(tmp, self.path, self.base_dir, json.dumps(value))

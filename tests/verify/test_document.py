@@ -132,6 +132,12 @@ def test_an_unsupported_call_makes_the_verdict_incomplete(factory: object, call:
         result.assert_no_violations()
 
 
+def test_a_re_run_that_diverges_from_its_recording_is_reported_not_compared() -> None:
+    result = crashpoint.verify(stores.NondeterministicStore, workloads=["save-after-failure"])
+    assert result.verdict == "incomplete"
+    assert any("diverged from its recording" in u for u in result.unsupported)
+
+
 def test_protocol_targets_run_on_the_recording_filesystem() -> None:
     result = crashpoint.verify(
         stores.ProtocolStore,

@@ -250,6 +250,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
         ["--fault", "1:NOPE"],
         ["--timeout", "0"],
         ["--kind", "state-storage", "--values", "json"],
+        ["--values", "no-such-strategy"],
         ["--workload", "no-such-workload"],
     ):
         code, _, err = run(capsys, tmp_path, f"{STORE}:JsonStore", *args)
