@@ -116,17 +116,11 @@ class _Proxy:
 
 
 def storage_target(runner: Runner, name: str) -> Target:
-    """The :class:`~crashpoint.scenarios.Target` for a user's storage."""
-    if runner.mode == "protocol":
+    """The :class:`~crashpoint.scenarios.Target` for a user's storage: each storage
+    call runs on its own filesystem, under the runner's time limit."""
 
-        def build(fs: FileSystem, base: str) -> Any:
-            runner.use(fs)
-            return runner.build(fs)
-
-    else:
-
-        def build(fs: FileSystem, base: str) -> Any:
-            return _Proxy(runner, fs)
+    def build(fs: FileSystem, base: str) -> Any:
+        return _Proxy(runner, fs)
 
     return Target(name, build, f"user storage {name} ({runner.mode})")
 

@@ -155,44 +155,85 @@ def _intercept_function() -> Callable[..., Any] | None:
 class Runner:
     """Builds a target on a filesystem and calls it, under an optional time limit.
 
+    While its ``with`` block runs, one interception (FAULT-MODEL.md §4) routes the
+    standard library's file calls into the filesystem of the current run: for an
+    unmodified target that is how it runs at all; for a protocol target it is a guard,
+    so a storage that ignores ``fs`` and calls ``open`` still writes into the model,
+    recorded and judged, never onto the real disk.
+
     Args:
         factory: the user's factory.
         base_dir: the directory handed to it.
         timeout: seconds a single call may take (None: no limit).
+        seed: seeds the interception (tempfile names, pid, clock).
 
     Attributes:
         mode: ``"protocol"`` or ``"intercepted"``.
     """
 
     mode = "protocol"
+    requires_interception = False
 
     def __init__(
-        self, factory: Callable[..., Any], base_dir: str, *, timeout: float | None = None
+        self,
+        factory: Callable[..., Any],
+        base_dir: str,
+        *,
+        timeout: float | None = None,
+        seed: int = 0,
     ) -> None:
         self.factory = factory
         self.base_dir = base_dir
         self.timeout = timeout
+        self.seed = seed
+        self._stack: contextlib.ExitStack | None = None
+        self._icpt: Any = None
 
     def __enter__(self) -> Runner:
+        from ..faultfs import MemoryFileSystem
+
+        intercept = _intercept_function()
+        if intercept is None:
+            if self.requires_interception:
+                raise BadTarget(
+                    "intercepted targets (factory(base_dir)) need crashpoint.faultfs.intercept,"
+                    " which this installation lacks; give factory(fs, base_dir) instead"
+                )
+            return self
+        self._stack = contextlib.ExitStack()
+        self._icpt = self._stack.enter_context(
+            intercept(MemoryFileSystem(dirs=("/",)), root=self.base_dir, seed=self.seed)
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+            self._icpt = None
 
     def use(self, fs: FileSystem) -> None:
-        """Make the target's file calls go to ``fs`` from now on."""
+        """Make the target's file calls go to ``fs`` from now on (the same run goes on
+        when ``fs`` is already current: descriptors the target holds stay valid)."""
+        if self._icpt is not None and self._icpt.fs is not fs:
+            self._icpt.switch(fs)
+
+    def _fresh(self, fs: FileSystem) -> None:
+        """A new process on ``fs``: a fresh descriptor table, seeds again."""
+        if self._icpt is not None:
+            self._icpt.switch(fs)
 
     def build(self, fs: FileSystem) -> Any:
-        """The target object on ``fs`` (the factory called)."""
+        """The target object on ``fs`` (the factory called, as a new process would)."""
         raise NotImplementedError
 
     def escapes(self) -> list[str]:
         """Paths outside the base directory the target tried to change so far."""
-        return []
+        return list(getattr(self._icpt, "escapes", []) or [])
 
     def unsupported(self) -> list[str]:
         """Calls the model cannot represent, so far."""
-        return []
+        return list(getattr(self._icpt, "unsupported", []) or [])
 
     def call(self, label: str, fn: Callable[[], T]) -> T:
         """``fn()``, stopped with :class:`TargetTimeout` after ``timeout`` seconds."""
@@ -213,11 +254,13 @@ class Runner:
 
 
 class ProtocolRunner(Runner):
-    """A ``factory(fs, base_dir)`` target: calls go to the filesystem it was given."""
+    """A ``factory(fs, base_dir)`` target: calls go to the filesystem it was given
+    (and, when interception is available, any direct ``open``/``os`` call too)."""
 
     mode = "protocol"
 
     def build(self, fs: FileSystem) -> Any:
+        self._fresh(fs)
         return self.factory(fs, self.base_dir)
 
 
@@ -226,55 +269,13 @@ class InterceptRunner(Runner):
     run, switched from filesystem to filesystem (FAULT-MODEL.md §4)."""
 
     mode = "intercepted"
-
-    def __init__(
-        self,
-        factory: Callable[..., Any],
-        base_dir: str,
-        *,
-        timeout: float | None = None,
-        seed: int = 0,
-        initial: FileSystem | None = None,
-    ) -> None:
-        super().__init__(factory, base_dir, timeout=timeout)
-        self.seed = seed
-        self._initial = initial
-        self._stack: contextlib.ExitStack | None = None
-        self._icpt: Any = None
-
-    def __enter__(self) -> InterceptRunner:
-        from ..faultfs import MemoryFileSystem
-
-        intercept = _intercept_function()
-        if intercept is None:
-            raise BadTarget(
-                "intercepted targets (factory(base_dir)) need crashpoint.faultfs.intercept, "
-                "which this installation lacks; give factory(fs, base_dir) instead"
-            )
-        fs = self._initial if self._initial is not None else MemoryFileSystem(dirs=("/",))
-        self._stack = contextlib.ExitStack()
-        self._icpt = self._stack.enter_context(intercept(fs, root=self.base_dir, seed=self.seed))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._stack is not None:
-            self._stack.close()
-            self._stack = None
-
-    def use(self, fs: FileSystem) -> None:
-        if self._icpt is None:
-            raise RuntimeError("InterceptRunner used outside its with-block")
-        self._icpt.switch(fs)
+    requires_interception = True
 
     def build(self, fs: FileSystem) -> Any:
-        self.use(fs)
+        if self._icpt is None:
+            raise RuntimeError("InterceptRunner used outside its with-block")
+        self._fresh(fs)
         return self.factory(self.base_dir)
-
-    def escapes(self) -> list[str]:
-        return list(getattr(self._icpt, "escapes", []) or [])
-
-    def unsupported(self) -> list[str]:
-        return list(getattr(self._icpt, "unsupported", []) or [])
 
 
 def make_runner(
@@ -287,5 +288,5 @@ def make_runner(
 ) -> Runner:
     """The runner for ``factory``'s signature (see :func:`target_mode`)."""
     if target_mode(factory, spec) == "protocol":
-        return ProtocolRunner(factory, base_dir, timeout=timeout)
+        return ProtocolRunner(factory, base_dir, timeout=timeout, seed=seed)
     return InterceptRunner(factory, base_dir, timeout=timeout, seed=seed)

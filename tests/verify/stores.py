@@ -266,3 +266,17 @@ class NondeterministicStore(_Base):
         _CALLS[0] += 1
         tmp = f"{self.path}.{_CALLS[0]}.tmp"
         _durable_replace(tmp, self.path, self.base_dir, json.dumps(value))
+
+
+class IgnoresFsStore:
+    """A protocol-style factory (``fs, base_dir``) whose store ignores ``fs`` and calls
+    ``open``/``os`` directly: under verify those calls still reach the model."""
+
+    def __init__(self, fs: FileSystem, base_dir: str) -> None:
+        self.store = _Base(base_dir)
+
+    def save(self, value: Any) -> None:
+        self.store.save(value)
+
+    def load(self) -> Any:
+        return self.store.load()

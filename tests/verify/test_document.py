@@ -138,6 +138,15 @@ def test_a_re_run_that_diverges_from_its_recording_is_reported_not_compared() ->
     assert any("diverged from its recording" in u for u in result.unsupported)
 
 
+def test_a_protocol_target_that_ignores_fs_still_writes_only_into_the_model() -> None:
+    assert not os.path.exists("/data/store/doc.json")
+    result = crashpoint.verify(stores.IgnoresFsStore, model="all", workloads=["first-save"])
+    assert result.mode == "protocol"
+    result.assert_no_violations()  # judged on the model, not refused, not on the disk
+    assert result.results[0].operations > 0
+    assert not os.path.exists("/data/store/doc.json")
+
+
 def test_protocol_targets_run_on_the_recording_filesystem() -> None:
     result = crashpoint.verify(
         stores.ProtocolStore,
