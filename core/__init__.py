@@ -23,6 +23,7 @@ from ._codec import (
     encode_bytes,
     media_placeholder,
     peek_schema_version,
+    peek_session_id,
 )
 from ._errors import ErrorCode, Retryability, StateError
 from ._ids import redact, safe_session_file_name
@@ -70,6 +71,7 @@ __all__ = [
     "encode_bytes",
     "media_placeholder",
     "peek_schema_version",
+    "peek_session_id",
     "redact",
     "safe_session_file_name",
     "state_is_paired",

@@ -72,6 +72,7 @@ __all__ = [
     "encode_bytes",
     "media_placeholder",
     "peek_schema_version",
+    "peek_session_id",
 ]
 
 CURRENT_VERSION: Final = SCHEMA_VERSION
@@ -757,6 +758,23 @@ def peek_schema_version(data: bytes) -> int | None:
             return int(raw)  # negative
         return None
     return sys.maxsize if version == _HUGE else version
+
+
+def peek_session_id(data: bytes) -> str | None:
+    """The ``sessionId`` string of a JSON document, without decoding the rest.
+
+    Returns ``None`` when ``data`` is not a UTF-8 JSON object (or nests deeper than 64
+    levels) or its sessionId is absent or not a string. Never raises. Storage uses it to
+    tell a file of another session (SPEC §4, ``session_id_collision``).
+    """
+    try:
+        obj = _fresh_stack(_parse, data)
+    except (StateError, TypeError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    session_id = obj.get("sessionId")
+    return session_id if _is_text(session_id) else None
 
 
 # --------------------------------------------------------------------------- encode

@@ -17,6 +17,8 @@ The error tree::
                                              error is not corruption: no bak fallback)
            +-- invalid_session_id            never (SPEC §4)
            +-- history_unpaired              never (SPEC §3)
+           +-- session_id_collision          never: the file holds another session's id
+                                             (SPEC §4)
           layer="codec"                      (raised by encode/decode, SPEC §2)
            +-- json_invalid                  never
            +-- json_too_deep                 never (deeper than 64 levels, SPEC §2)
@@ -83,6 +85,11 @@ class ErrorCode(str, enum.Enum):
 
     HISTORY_UNPAIRED = "history_unpaired"
     """save: the history has an unanswered tool call or an orphan tool result (SPEC §3)."""
+
+    SESSION_ID_COLLISION = "session_id_collision"
+    """The session's file holds another session's id: two ids that map to one file name
+    (``"a b"`` and ``"a_b"``). load, save, delete and mark_not_resumable refuse and change
+    nothing; load never falls back to bak (SPEC §4)."""
 
     # --- codec layer (SPEC §2) ---
     JSON_INVALID = "json_invalid"

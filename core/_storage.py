@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..faultfs._protocol import FileSystem, makedirs, write_bytes
-from ._codec import decode_bytes, encode_bytes
+from ._codec import decode_bytes, encode_bytes, peek_session_id
 from ._errors import ErrorCode, Retryability, StateError
 from ._ids import redact, safe_session_file_name
 from ._pairing import state_is_paired
@@ -31,7 +31,13 @@ __all__ = ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
 SyncMode = Literal["full", "none"]
 EndedMarker = Literal["scoped", "legacy"]
 _SCOPED_PREFIX = b"sha256:"
-_NO_FALLBACK = frozenset({ErrorCode.SCHEMA_VERSION_UNSUPPORTED, ErrorCode.STATE_LOAD_FAILED})
+_NO_FALLBACK = frozenset(
+    {
+        ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
+        ErrorCode.STATE_LOAD_FAILED,
+        ErrorCode.SESSION_ID_COLLISION,
+    }
+)
 """Load errors raised as they are, never answered with bak (SPEC.md §6)."""
 
 
@@ -75,6 +81,14 @@ def _unpaired(state: AgentState) -> StateError:
     return StateError(
         ErrorCode.HISTORY_UNPAIRED,
         f"session {redact(state.session_id)}: history has unpaired tool calls; nothing written",
+    )
+
+
+def _collision(session_id: str, owner: str, role: str = "main") -> StateError:
+    return StateError(
+        ErrorCode.SESSION_ID_COLLISION,
+        f"the {role} file of session {redact(session_id)} belongs to session "
+        f"{redact(owner)} (both ids map to one file name); nothing changed",
     )
 
 
@@ -235,6 +249,10 @@ class FileStateStorage:
         self._check_pairing(state)
         data = self.encode(state)
         try:
+            self._check_owner(main, state.session_id)
+        except OSError as exc:
+            raise _save_failed(state.session_id, "save", exc) from exc
+        try:
             self._begin()
             self._commit(main, data)
             self._done()
@@ -263,6 +281,19 @@ class FileStateStorage:
         fs.rename(tmp, main)
         self._sync_dir()
         self._clear_marker(main + ".ended")
+
+    def _check_owner(self, main: str, session_id: str) -> None:
+        """Before save, delete or mark_not_resumable change anything: refuse when main
+        or bak records another session's id (SPEC.md §4, ``session_id_collision``). A
+        file without a readable sessionId belongs to no one. The published algorithm
+        (strict=False) does not look. Raises OSError when a file cannot be read."""
+        if not self.strict:
+            return
+        for path in (main, main + ".bak"):
+            if self.fs.exists(path):
+                owner = peek_session_id(self.fs.read(path))
+                if owner is not None and owner != session_id:
+                    raise _collision(session_id, owner, _role(path))
 
     def _rotatable(self, main: str) -> bool:
         """Whether save may rotate ``main`` to bak: only when it decodes (SPEC.md §6).
@@ -346,8 +377,12 @@ class FileStateStorage:
                 retryability=Retryability.CONDITIONAL if self.strict else Retryability.NEVER,
                 cause=exc,
             ) from exc
+        if self.strict:  # another session's file: never decoded, never answered with bak
+            owner = peek_session_id(data)
+            if owner is not None and owner != session_id:
+                raise _collision(session_id, owner, role)
         state = decode_bytes(data)
-        if state.session_id != session_id:
+        if state.session_id != session_id:  # the published rule: a corrupt file
             raise StateError(
                 ErrorCode.STATE_CORRUPT,
                 f"the {role} file of session {redact(session_id)} holds session "
@@ -389,7 +424,10 @@ class FileStateStorage:
     def mark_not_resumable(self, session_id: str) -> None:
         main = self.path(session_id)
         try:
+            self._check_owner(main, session_id)
             content = self._marker_content(main, session_id)
+        except OSError as exc:
+            raise _save_failed(session_id, "mark_not_resumable", exc) from exc
         except StateError as exc:
             if exc.code != ErrorCode.STATE_LOAD_FAILED or not isinstance(exc.cause, OSError):
                 raise
@@ -445,6 +483,7 @@ class FileStateStorage:
         main = self.path(session_id)
         try:
             if self.fs.exists(self.base_dir):
+                self._check_owner(main, session_id)
                 self._begin(create=False)
                 self._delete_files(main)
                 self._done()
@@ -481,22 +520,37 @@ class MemoryStateStorage:
     """The same contract in a dict: no crashes, instances isolated (SPEC.md §6).
 
     Snapshots are kept as encoded bytes, so what loads is exactly what a file
-    storage would load (media placeholders included).
+    storage would load (media placeholders included). Keys are file-name stems, as
+    on disk, so two ids that share one (``"a b"``, ``"a_b"``) collide here too and
+    are refused the same way (``session_id_collision``, SPEC.md §4).
     """
 
     def __init__(self) -> None:
         self._snapshots: dict[str, bytes] = {}
+        self._owners: dict[str, str] = {}
         self._ended: set[str] = set()
 
+    def _name(self, session_id: str) -> str:
+        """The stem of ``session_id``; raises session_id_collision when another
+        session's snapshot holds it."""
+        name = safe_session_file_name(session_id)
+        owner = self._owners.get(name)
+        if owner is not None and owner != session_id:
+            raise _collision(session_id, owner)
+        return name
+
     def save(self, state: AgentState) -> None:
-        name = safe_session_file_name(state.session_id)
+        safe_session_file_name(state.session_id)
         if not state_is_paired(state):
             raise _unpaired(state)
-        self._snapshots[name] = encode_bytes(state)
+        data = encode_bytes(state)
+        name = self._name(state.session_id)
+        self._snapshots[name] = data
+        self._owners[name] = state.session_id
         self._ended.discard(name)
 
     def load(self, session_id: str) -> AgentState:
-        name = safe_session_file_name(session_id)
+        name = self._name(session_id)
         data = self._snapshots.get(name)
         if data is None:
             raise _not_found(session_id)
@@ -504,15 +558,16 @@ class MemoryStateStorage:
         return _end_effect(state) if name in self._ended else state
 
     def delete(self, session_id: str) -> None:
-        name = safe_session_file_name(session_id)
+        name = self._name(session_id)
         self._snapshots.pop(name, None)
+        self._owners.pop(name, None)
         self._ended.discard(name)
 
     def exists(self, session_id: str) -> bool:
         return safe_session_file_name(session_id) in self._snapshots
 
     def mark_not_resumable(self, session_id: str) -> None:
-        self._ended.add(safe_session_file_name(session_id))
+        self._ended.add(self._name(session_id))
 
     def load_or_create(
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None

@@ -226,11 +226,12 @@ def test_save_refuses_unpaired_history_and_writes_nothing(storage: FileStateStor
     assert not storage.exists("s1")
 
 
-def test_file_with_another_session_id_is_corrupt() -> None:
+def test_file_with_another_session_id_is_a_collision() -> None:
+    # SPEC §4: the file belongs to another session (test_session_collision.py)
     st = _seeded({"s1.json": encode_bytes(state("s2"))})
     with pytest.raises(StateError) as e:
         st.load("s1")
-    assert code_of(e) == ErrorCode.STATE_CORRUPT
+    assert code_of(e) == ErrorCode.SESSION_ID_COLLISION
 
 
 def test_scoped_marker_names_the_condemned_snapshot_and_spares_a_later_one() -> None:
