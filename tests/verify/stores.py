@@ -280,3 +280,14 @@ class IgnoresFsStore:
 
     def load(self) -> Any:
         return self.store.load()
+
+
+class HangingStateStorage:
+    """A protocol state storage whose save never returns (--timeout stops it)."""
+
+    def __init__(self, fs: FileSystem, base_dir: str) -> None:
+        self.fs = fs
+
+    def save(self, state: Any) -> None:
+        while True:
+            pass

@@ -243,6 +243,22 @@ def test_a_hanging_target_is_stopped_and_named(
     assert "save()" in err and "--timeout" in err
 
 
+def test_a_hanging_state_storage_is_stopped_and_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(
+        capsys,
+        tmp_path,
+        f"{STORES}:HangingStateStorage",
+        "--kind",
+        "state-storage",
+        "--timeout",
+        "0.5",
+    )
+    assert code == 2
+    assert "save()" in err and "--timeout" in err and "Traceback" not in err
+
+
 def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for args in (
         ["--model", "nope"],
