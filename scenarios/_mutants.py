@@ -195,7 +195,7 @@ class ChunkedSecretWriter(RuntimeHandleSerialized):
                         real.write(path, offset + a, chunk[a:b])
                 return len(chunk)
 
-        self.fs = Chunked()  # type: ignore[assignment]
+        self.fs = Chunked()
         try:
             super()._commit(main, data)
         finally:

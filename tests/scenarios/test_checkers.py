@@ -13,7 +13,7 @@ from crashpoint._cli import main
 from crashpoint.core import AgentState, FileStateStorage, encode_bytes
 from crashpoint.faultfs import MODELS, PROCESS_CRASH, CrashState, Op, OpKind
 from crashpoint.scenarios import MUTANTS, SCENARIOS, TARGETS, Target, explore, get_target, record
-from crashpoint.scenarios._catalogue import HOSTILE_IDS, build_state, user
+from crashpoint.scenarios._catalogue import HOSTILE_IDS, build_state, stale_ended_marker, user
 from crashpoint.scenarios._checkers import (
     SEVERITIES,
     Invariant,
@@ -24,7 +24,8 @@ from crashpoint.scenarios._checkers import (
     severity_of,
     severity_rank,
 )
-from crashpoint.scenarios._explore import SECRETS, crash_point_words, violation_order
+from crashpoint.scenarios._explore import SECRETS, crash_point_words
+from crashpoint.scenarios._mutants import DeleteMainFirst, EndedUnscoped
 from crashpoint.scenarios._workload import Expect, Session, Workload
 
 
@@ -214,16 +215,42 @@ def test_seed_under_power_loss_headlines_r1_not_e1(
     assert md.index("## Minimal counterexample") < md.index("#### R1 (recoverable, data-loss)")
 
 
+class _TwoBugs(DeleteMainFirst, EndedUnscoped):
+    """A stale legacy marker (E2, semantics) and a delete that removes main first (D1,
+    data loss): the E2 crash point comes first in the run."""
+
+
+def _e2_then_d1(s: Session) -> None:
+    s.save(build_state(user("one"), session_id="s2"))
+    s.save(build_state(user("one"), user("two"), session_id="s2"))
+    stale_ended_marker(s)
+    s.delete("s2")
+
+
+TWO_BUGS = Target("mutant:two-bugs", _TwoBugs, "E2 early, D1 late")
+E2_THEN_D1 = Workload("e2-then-d1", "an E2 crash point before a D1 one", _e2_then_d1)
+
+
 def test_assert_no_violations_raises_the_most_severe_first() -> None:
-    result = explore(SCENARIOS["stale-ended-marker"], model=MODELS["power-loss"], target="seed")
-    kinds = {severity_of(v.invariant) for v in result.violations}
-    assert {"data-loss", "semantics"} <= kinds, result.killed_by()
+    result = explore(E2_THEN_D1, target=TWO_BUGS)
+    assert set(result.killed_by()) == {"D1", "E2"}
+    e2 = min(v.crash_point for v in result.violations if v.invariant == "E2")
+    d1 = min(v.crash_point for v in result.violations if v.invariant == "D1")
+    assert e2 < d1  # by crash point alone, E2 would headline
     with pytest.raises(AssertionError) as info:
         result.assert_no_violations()
-    worst = min(result.violations, key=violation_order)
-    assert severity_of(worst.invariant) == "data-loss"
-    assert str(info.value).startswith(f"{worst.invariant} (")
-    assert result.killed_by().index("R1") < result.killed_by().index("E2")
+    assert str(info.value).startswith("D1 (")
+    assert result.violations[0].crash_point == d1
+    assert result.killed_by() == ["D1", "E2"]
+
+
+def test_the_plugin_fails_with_the_most_severe_counterexample() -> None:
+    from crashpoint.pytest_plugin import Explorer
+
+    explorer = Explorer("test_x", models="process-crash", target=TWO_BUGS)
+    with pytest.raises(pytest.fail.Exception) as info:
+        explorer.check(E2_THEN_D1)
+    assert str(info.value).split("\n")[1].startswith("D1 (deleted-stays-deleted)")
 
 
 # --- counterexample renderings ----------------------------------------------------------
