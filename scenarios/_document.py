@@ -165,7 +165,9 @@ def value_strategy(name: str) -> Any:
 
 def _sized(values: str, generation: int, nbytes: int) -> Any:
     """A value of the named strategy, about ``nbytes`` long when encoded."""
-    pad = "".join("abcdefghijklmnopqrstuvwxyz"[(generation + i) % 26] for i in range(nbytes))
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    shift = generation % 26
+    pad = ((letters[shift:] + letters[:shift]) * (nbytes // 26 + 1))[:nbytes]
     if values == "flat-strings":
         return {"GENERATION": str(generation), "PAD": pad}
     return {"generation": generation, "pad": pad}
@@ -222,7 +224,7 @@ class DocObservation:
         value: the value load returned (when ``error`` is None).
         error: what load (or the factory) raised, ``"Type: message"``; None if it returned.
         reads: paths load read.
-        wrote: whether load changed the disk.
+        wrote: whether load changed or removed a file of the crash state.
     """
 
     value: Any = None
@@ -345,10 +347,19 @@ class DocumentKind:
         rec = RecordingFileSystem(fs, fault=fault)
         runner = self.runner
         escapes0 = len(runner.escapes())
-        obj = runner.call("the factory", lambda: runner.build(rec))
+        try:
+            obj = runner.call("the factory", lambda: runner.build(rec))
+        except TargetTimeout:
+            raise
+        except Exception:
+            if fault is None:
+                raise
+            # The armed fault hit the factory's own file operations (tinydb creates
+            # db.json when it opens it): the run ends there, no save was called.
+            obj = None
         steps: list[Step] = []
         data = _RunData(initial_paths=frozenset(p for p, _ in self.initial_state.files))
-        for i, value in enumerate(workload.values):
+        for i, value in enumerate(workload.values if obj is not None else ()):
             label = f"save#{i}"
             step = Step(label, rec.op_count, payload=("save", value))
             before = fs.crash_state()
@@ -412,7 +423,11 @@ class DocumentKind:
         except Exception as exc:
             value, error = None, _error(exc)
         reads = frozenset(e.path for e in rec.trace.events if e.kind is OpKind.READ)
-        return DocObservation(value, error, reads, fs.mutations > 0)
+        # "Writes over" (A3): a file of the crash state changed or removed. Creating a
+        # file that was not there (tinydb creates an empty db.json) overwrites nothing.
+        after = dict(fs.crash_state().files)
+        wrote = any(after.get(path) != blob for path, blob in state.files)
+        return DocObservation(value, error, reads, wrote)
 
     def observe_initial(self) -> DocObservation:
         """Load on the empty base directory: the initial value (SPEC.md §10)."""
