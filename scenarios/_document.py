@@ -263,6 +263,8 @@ class DocumentKind:
         self.strategy = strategy if strategy is not None else value_strategy(values)
         self.equal = equal or (lambda a, b: bool(a == b))
         self.seed = seed
+        self.examples = 20
+        """Hypothesis examples of the ``random`` search (a replay repeats the search)."""
         self.base = runner.base_dir
         boot = MemoryFileSystem(dirs=_ROOTS)
         self.initial_state = boot.crash_state()
@@ -633,8 +635,10 @@ class DocumentKind:
             f"crashpoint verify {self.target} --kind document --workload {workload.name}",
             f"--model {model.name} --seed {self.seed}",
         ]
-        if self.values != "json":
+        if self.values not in ("json", "custom"):
             parts.append(f"--values {self.values}")
+        if workload.name.split(":", 1)[0] == "random" and self.examples != 20:
+            parts.append(f"--examples {self.examples}")
         if fault is not None:
             parts.append(f"--fault {fault_spec(fault)}")
         parts.append(f"--crash-point {k}")

@@ -240,6 +240,7 @@ def verify(
     )
     with runner:
         doc = DocumentKind(runner, name, values=values, strategy=strategy, equal=equal, seed=seed)
+        doc.examples = examples
         _preflight(doc, runner, name)
         for wname in names:
             for m in models:

@@ -126,6 +126,28 @@ def test_a_counterexample_replays_from_its_command(
     assert ce["invariant"] in {v["invariant"] for v in found}
 
 
+def test_a_random_workload_counterexample_replays_from_its_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run(
+        capsys,
+        tmp_path / "a",
+        f"{STORE}:InPlaceJsonStore",
+        "--workload",
+        "random",
+        "--examples",
+        "4",
+        "--seed",
+        "7",
+    )
+    ce = report(tmp_path / "a")["counterexample"]
+    argv = shlex.split(ce["replay"])
+    assert "--examples" in argv and "--seed" in argv
+    assert run(capsys, tmp_path / "b", *argv[2:])[0] == 1
+    found = [v for s in report(tmp_path / "b")["scenarios"] for v in s["violations"]]
+    assert ce["state_digest"] in {v["state_digest"] for v in found}
+
+
 def test_a_baseline_fails_only_on_new_findings(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
