@@ -1,0 +1,186 @@
+"""Real libraries under ``crashpoint verify --kind document`` (issue 8, item 4): each
+finding of docs/field-results.md pinned by invariant, model and crash state (its
+bytes, recovered from the run: never a report's wording), and the control passing.
+
+Marker ``examples`` (added by conftest.py): ``tox -e examples``; CI installs
+examples/requirements.txt first. Each test runs only the workload and models that
+show its finding; ``crashpoint verify ... --model all --faults`` runs everything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import crashpoint
+import pytest
+from conftest import need, spec
+from crashpoint.scenarios._engine import Counterexample
+from crashpoint.scenarios._usertarget import load_factory
+from crashstates import crash_state
+
+PAGE = 4096
+
+
+def verify(target: str, **options: Any) -> tuple[str, Any]:
+    s = spec(target)
+    return s, crashpoint.verify(load_factory(s), target=s, **options)
+
+
+def found(result: Any, invariant: str, model: str, *, fault: bool = False) -> list[Counterexample]:
+    """The counterexamples of ``invariant`` under ``model``, with or without a fault."""
+    return [
+        c
+        for c in result.counterexamples
+        if invariant in c.broken and c.model == model and bool(c.fault) == fault
+    ]
+
+
+def complete(run: Any) -> set[bytes]:
+    """Every file content an acknowledged save of ``run`` left complete."""
+    return set(run.data.blobs)
+
+
+# --- the control ---------------------------------------------------------------------
+
+
+def test_atomicwrites_overwrite_passes_every_model_with_faults() -> None:
+    need("atomicwrites")
+    _, result = verify(
+        "atomicwrites_target.py:factory",
+        model="all",
+        faults=True,
+        workloads=["first-save", "resize", "save-after-failure"],
+    )
+    assert result.unsupported == []
+    assert result.verdict == "clean"
+    assert {r.model for r in result.results} == {
+        "process-crash",
+        "power-loss",
+        "power-loss-reorder",
+    }
+    assert sum(r.distinct_states for r in result.results) > 100
+    result.assert_no_violations()
+
+
+# --- tinydb ------------------------------------------------------------------------
+
+
+def test_tinydb_a_kill_during_the_in_place_write_leaves_a_torn_database() -> None:
+    """A1 under process-crash: db.json holds a page-aligned proper prefix of the
+    database being written; TinyDB raises on it."""
+    need("tinydb")
+    s, result = verify("tinydb_target.py:factory", workloads=["resize"])
+    hits = found(result, "A1", "process-crash")
+    assert hits
+    files, run, _ = crash_state(s, hits[0])
+    db = files["db.json"]
+    whole = [b for b in complete(run) if b.startswith(db) and len(b) > len(db)]
+    assert whole and len(db) % PAGE == 0 and db not in complete(run)
+    with pytest.raises(ValueError):  # what TinyDB's json.load meets
+        json.loads(db)
+
+
+def test_tinydb_an_enospc_in_the_middle_of_a_save_leaves_an_unreadable_database() -> None:
+    """A4 (and A1) under process-crash with a fault: a write(2) that fails part-way
+    (ENOSPC) leaves db.json torn, and the database no longer loads."""
+    need("tinydb")
+    s, result = verify("tinydb_target.py:factory", workloads=["first-save"], faults=True)
+    hits = [c for c in found(result, "A4", "process-crash", fault=True) if "A1" in c.broken]
+    assert hits
+    files, run, _ = crash_state(s, hits[0])
+    assert files["db.json"] not in complete(run) and files["db.json"] != b""
+
+
+def test_tinydb_never_fsyncs_the_directory_so_a_power_cut_can_drop_db_json() -> None:
+    """A2 under power-loss-reorder: after the save was acknowledged, db.json's directory
+    entry is lost (it was never made durable) and the database is empty again."""
+    need("tinydb")
+    s, result = verify("tinydb_target.py:factory", workloads=["first-save"], model="all")
+    hits = found(result, "A2", "power-loss-reorder")
+    assert hits
+    assert not found(result, "A2", "process-crash")
+    files, _, _ = crash_state(s, next(c for c in hits if not c.crash_state))
+    assert "db.json" not in files
+
+
+# --- safer -------------------------------------------------------------------------
+
+
+def _safer_power_loss(target: str) -> None:
+    need("safer")
+    s, result = verify(target, workloads=["first-save"], model="all")
+    assert not [c for c in result.counterexamples if c.model == "process-crash"]
+    for invariant in ("A1", "A2"):
+        assert found(result, invariant, "power-loss")
+    # The run completed (save acknowledged), and after the power cut the renamed
+    # document holds none of the bytes it was written with: no fsync before the rename.
+    torn = [c for c in found(result, "A1", "power-loss") if "A2" in c.broken]
+    assert torn
+    states = [crash_state(s, c) for c in torn]
+    assert any(
+        files.get("doc.json") is not None and files["doc.json"].strip(b"\0") == b""
+        for files, _, _ in states
+    )
+    assert all(c.crash_point == len(crash_state(s, c)[1].ops) for c in torn)
+
+
+def test_safer_default_renames_an_unsynced_file_over_the_document() -> None:
+    _safer_power_loss("safer_target.py:factory")
+
+
+def test_safer_temp_file_renames_an_unsynced_file_over_the_document() -> None:
+    _safer_power_loss("safer_target.py:temp_file_factory")
+
+
+# --- configobj -----------------------------------------------------------------------
+
+
+def test_configobj_a_kill_during_write_leaves_a_prefix_that_parses_as_another_config() -> None:
+    """A1 under process-crash: settings.ini holds the first page of a >4 KiB config;
+    ConfigObj reads it as a config nobody saved (the last value cut short)."""
+    configobj = need("configobj")
+    s, result = verify("configobj_target.py:factory", workloads=["resize"])
+    hits = found(result, "A1", "process-crash")
+    assert hits
+    files, run, _ = crash_state(s, hits[0])
+    ini = files["settings.ini"]
+    assert len(ini) % PAGE == 0 and any(b.startswith(ini) and b != ini for b in complete(run))
+    parsed = dict(configobj.ConfigObj(ini.decode("utf-8").splitlines()))
+    saved = [st.payload[1] for st in run.steps if st.payload and st.payload[0] == "save"]
+    assert parsed and parsed not in saved
+
+
+def test_configobj_a_kill_after_the_truncating_open_resets_the_config() -> None:
+    """A2 under process-crash: open(path, "wb") truncated settings.ini and the kill
+    came before the write: the previous, acknowledged config is gone ({})."""
+    need("configobj")
+    s, result = verify("configobj_target.py:factory", workloads=["save-after-failure"])
+    hits = [c for c in found(result, "A2", "process-crash") if c.crash_state]
+    assert hits
+    files, run, _ = crash_state(s, hits[0])
+    assert files == {"settings.ini": b""}
+    assert run.steps[0].error is None  # a save was acknowledged before
+
+
+def test_configobj_an_enospc_on_write_leaves_the_config_empty() -> None:
+    """A4 (and A2) under process-crash with ENOSPC at the write (the fault the
+    save-after-failure workload arms): the failed save has already truncated
+    settings.ini; the last acknowledged config is gone."""
+    need("configobj")
+    s, result = verify("configobj_target.py:factory", workloads=["save-after-failure"])
+    hits = [c for c in found(result, "A4", "process-crash", fault=True) if "A2" in c.broken]
+    assert hits and all(c.fault.endswith(":ENOSPC") for c in hits)
+    files, _, _ = crash_state(s, hits[0])
+    assert files == {"settings.ini": b""}
+
+
+def test_configobj_a_write_that_fails_part_way_leaves_a_torn_config() -> None:
+    """A4 (and A1) under process-crash with --faults: a write(2) that fails part-way
+    (a short write, then ENOSPC) leaves settings.ini torn."""
+    need("configobj")
+    s, result = verify("configobj_target.py:factory", workloads=["save-after-failure"], faults=True)
+    hits = [c for c in found(result, "A4", "process-crash", fault=True) if "A1" in c.broken]
+    assert hits
+    files, run, _ = crash_state(s, hits[0])
+    assert files["settings.ini"] and files["settings.ini"] not in complete(run)
