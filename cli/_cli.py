@@ -221,6 +221,9 @@ def _parser() -> argparse.ArgumentParser:
     from ._verify_cli import add_verify_parser
 
     add_verify_parser(sub)
+    from ._explain_cli import add_explain_parser
+
+    add_explain_parser(sub)
     return parser
 
 
@@ -242,8 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._verify_cli import run_verify
 
             return run_verify(args, console, err)
+        if args.command == "explain":
+            from ._explain_cli import run_explain
+
+            return run_explain(args, console, err)
         if args.command != "explore":
-            raise UsageError("a command is required: explore or verify", "crashpoint")
+            raise UsageError("a command is required: explore, verify or explain", "crashpoint")
         return _explore(args, console, err)
     except UsageError as exc:
         print_usage_error(err, exc.args[0], exc.args[1] if len(exc.args) > 1 else command)
