@@ -362,3 +362,18 @@ def unpaired_main_good_bak(s: Session) -> None:
     s.load(SID)
     s.load_or_create(SID)
     s.load(SID)
+
+
+@scenario(
+    "colliding-ids",
+    "'a b' and 'a_b' share the file name a_b.json: saving, marking or deleting one never "
+    "changes what the other loads (I1)",
+)
+def colliding_ids(s: Session) -> None:
+    s.save(build_state(user("I am a b"), session_id="a b"))
+    s.save(build_state(user("I am a_b"), session_id="a_b"))
+    s.load("a b")
+    s.load("a_b")
+    s.mark_not_resumable("a_b")
+    s.delete("a_b")
+    s.load("a b")

@@ -256,12 +256,12 @@ _NOTHING_WRITTEN = frozenset(
         ErrorCode.STATE_CORRUPT,
         ErrorCode.SCHEMA_VERSION_UNSUPPORTED,
         ErrorCode.JSON_TOO_DEEP,
-        "session_id_collision",  # SPEC.md §4: refused, nothing changed
-        "state_load_failed",  # SPEC.md §6: a read error, nothing written
+        ErrorCode.SESSION_ID_COLLISION,  # SPEC.md §4: refused, nothing changed
+        ErrorCode.STATE_LOAD_FAILED,  # SPEC.md §6: a read error, nothing written
     }
 )
 
-_COLLISION = "session_id_collision"
+_COLLISION = str(ErrorCode.SESSION_ID_COLLISION.value)
 _WRITERS = frozenset(
     {CallKind.SAVE, CallKind.DELETE, CallKind.MARK_NOT_RESUMABLE, CallKind.LOAD_OR_CREATE}
 )

@@ -259,6 +259,16 @@ class LoadSkipsPairing(_Mutant):
             super()._check_pairing(state)
 
 
+@mutant("overwrites-colliding-id", invariant="I1", model="process-crash")
+class OverwritesCollidingId(_Mutant):
+    """save, delete and mark_not_resumable do not look whose file the name holds (the
+    published behaviour, SPEC.md §4): ``"a b"`` and ``"a_b"`` share ``a_b.json``, so
+    saving one rotates the other's snapshot away and deleting one deletes the other."""
+
+    def _check_owner(self, main: str, session_id: str) -> None:
+        pass
+
+
 @mutant("no-fsync-before-rename", invariant="R1", model="power-loss")
 class NoFsyncBeforeRename(_Mutant):
     """tmp is renamed over main without an fsync of its data first: on ext4 with

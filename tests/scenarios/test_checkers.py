@@ -181,6 +181,58 @@ def test_load_skipping_the_pairing_check_is_caught_by_p1(name: str) -> None:
     assert "P1" in only(name, "seed")  # SPEC.md §8: the seed keeps its load without the check
 
 
+# --- I1: colliding ids ---------------------------------------------------------------------
+def test_seed_loses_data_to_a_colliding_id_and_the_reference_refuses() -> None:
+    seed = explore(SCENARIOS["colliding-ids"], target=TARGETS["seed"])
+    assert seed.killed_by() == ["I1"]
+    assert {v.session_id for v in seed.violations} == {"a b", "a_b"}
+    # the end of the run: delete("a_b") took "a b"'s snapshot with it
+    end = [v for v in seed.violations if v.crash_point == seed.operations]
+    assert [v.session_id for v in end] == ["a b"]
+    assert end[0].got.startswith("error session_not_found")
+    ref = explore(SCENARIOS["colliding-ids"], target=TARGETS["reference"])
+    assert ref.ok, ref.violations[:1]
+    refused = [c for c in record(SCENARIOS["colliding-ids"], TARGETS["reference"]).calls]
+    assert [c.error for c in refused if c.session_id == "a_b"] == ["session_id_collision"] * 4
+
+
+def test_overwrites_colliding_id_is_caught_by_i1() -> None:
+    result = explore(SCENARIOS["colliding-ids"], target=MUTANTS["overwrites-colliding-id"])
+    assert result.killed_by() == ["I1"], result.killed_by()
+
+
+def test_i1_is_a_data_loss_finding_classified_before_r1() -> None:
+    from crashpoint.scenarios._checkers import Observation, expectation, judge
+    from crashpoint.scenarios._workload import Call, CallKind
+
+    mine = Expect.saved(build_state(user("mine"), session_id="a b"))
+    calls = [
+        Call(0, CallKind.SAVE, "a b", 0, 3, saved=mine),
+        Call(1, CallKind.DELETE, "a_b", 4, 6),
+    ]
+    exp = expectation(calls, None, "a b", 6)
+    assert exp.collided
+    verdict = judge(Observation(code="session_not_found"), exp, v1=False)
+    assert verdict is not None and verdict[0] is Invariant.I1
+    # before the other session's call began, the same loss is R1
+    early = expectation(calls, None, "a b", 3)
+    assert not early.collided
+    assert judge(Observation(code="session_not_found"), early, v1=False)[0] is Invariant.R1  # type: ignore[index]
+    # a session with nothing of its own may load the other's file as a collision
+    other = expectation(calls[:1], None, "a_b", 3)
+    assert judge(Observation(code="session_id_collision"), other, v1=False) is None
+    assert severity_of("I1") == "data-loss"
+
+
+def test_seed_cli_shows_i1_besides_e2(tmp_path: pathlib.Path) -> None:
+    assert main(["explore", "--target", "seed", "--out", str(tmp_path)]) == 1
+    report = json.loads((tmp_path / "report.json").read_text())
+    killed = {i for s in report["scenarios"] for i in s["killed_by"]}
+    assert {"I1", "E2"} <= killed
+    entry = next(s for s in report["scenarios"] if s["name"] == "colliding-ids")
+    assert entry["killed_by"] == ["I1"]
+
+
 # --- severity ordering (SPEC.md §8) -----------------------------------------------------
 def test_severity_classes_follow_spec_section_8() -> None:
     assert SEVERITIES == ("security", "data-loss", "invalid-history", "semantics", "warning")
