@@ -27,7 +27,7 @@ from ._codec import (
 )
 from ._errors import ErrorCode, Retryability, StateError
 from ._ids import redact, safe_session_file_name
-from ._pairing import state_is_paired, tool_calls_paired, truncate_to_paired
+from ._pairing import state_is_paired, tool_calls_paired, truncate_to_paired, unanswered_calls
 from ._state import (
     AgentState,
     Episode,
@@ -77,6 +77,7 @@ __all__ = [
     "state_is_paired",
     "tool_calls_paired",
     "truncate_to_paired",
+    "unanswered_calls",
 ]
 
 # --- storage (core/_storage.py) -------------------------------------------------------

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._state import AgentState, Message
+from ._state import AgentState, Message, ToolCall
 
-__all__ = ["state_is_paired", "tool_calls_paired", "truncate_to_paired"]
+__all__ = ["state_is_paired", "tool_calls_paired", "truncate_to_paired", "unanswered_calls"]
 
 
 def tool_calls_paired(messages: Sequence[Message], awaiting_approval: bool = False) -> bool:
@@ -68,9 +68,30 @@ def truncate_to_paired(messages: Sequence[Message]) -> list[Message]:
     return result
 
 
-def state_is_paired(state: AgentState) -> bool:
-    """Whether ``state.messages`` is paired, awaiting approval iff ``pending_approval`` is set.
+def unanswered_calls(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
+    """The calls of the last assistant message with tool calls that no later tool
+    message answers, in the order of that message: the frozen batch still awaiting
+    approval (SPEC §3). Empty when there is no such message or all are answered."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant" and message.tool_calls:
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            return tuple(c for c in message.tool_calls if c.id not in answered)
+    return ()
 
-    This is the check storage's ``save`` applies (SPEC §3, ``history_unpaired``).
+
+def state_is_paired(state: AgentState) -> bool:
+    """Whether ``state.messages`` is paired, awaiting approval iff ``pending_approval`` is set,
+    and a pending approval lists exactly the unanswered calls of the frozen batch (same
+    ids, same order; SPEC §3), so approving can never run a call twice.
+
+    This is the check storage's ``save`` applies (SPEC §3, ``history_unpaired``), and
+    the reference's load treats a file that fails it as undecodable.
     """
-    return tool_calls_paired(state.messages, awaiting_approval=state.pending_approval is not None)
+    approval = state.pending_approval
+    if approval is None:
+        return tool_calls_paired(state.messages)
+    if not tool_calls_paired(state.messages, awaiting_approval=True):
+        return False
+    pending = [c.id for c in approval.tool_calls]
+    return pending == [c.id for c in unanswered_calls(state.messages)]

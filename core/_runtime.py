@@ -52,7 +52,7 @@ from typing import Protocol, runtime_checkable
 
 from ._errors import ErrorCode, StateError
 from ._ids import redact, safe_session_file_name
-from ._pairing import tool_calls_paired, truncate_to_paired
+from ._pairing import tool_calls_paired, truncate_to_paired, unanswered_calls
 from ._state import (
     AgentState,
     Message,
@@ -482,13 +482,19 @@ class AgentRuntime:
     def approve(self) -> RunOutcome:
         """Run the batch frozen for approval, then continue the run (seed §8.2).
 
+        Runs the calls of the frozen batch that are still unanswered, in order, and only
+        those: a call whose result is already in the history is never run again
+        (SPEC §3, §7).
+
         Raises:
             RunConflict: a run is in progress, or no running state has a frozen batch.
             StateError: from loading (when nothing is loaded) or as for :meth:`run`.
         """
         with self._activity():
             state = self._frozen_state()
-            batch = state.pending_approval.tool_calls if state.pending_approval else ()
+            # SPEC §3/§7: only the calls still unanswered; a result in the history is
+            # never produced twice, whatever the pending approval lists.
+            batch = unanswered_calls(state.messages)
             state.pending_approval = None
             try:
                 paired = self._run_batch(batch)
@@ -644,10 +650,8 @@ class AgentRuntime:
         state = self._live()
         if state.pending_approval is None:
             return
-        answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
-        for call in state.pending_approval.tool_calls:
-            if call.id not in answered:
-                state.messages.append(_not_executed(call, why))
+        for call in unanswered_calls(state.messages):
+            state.messages.append(_not_executed(call, why))
         state.pending_approval = None
 
     def _load_or_new(self) -> AgentState:

@@ -230,9 +230,10 @@ def _paired_histories(
         return history, None
     assistant, calls = batch()
     history.append(assistant)
-    answered = draw(_answered[len(calls)])
-    history.extend(tool_result(c) for c in shuffled(calls)[:answered])
-    return history, PendingApproval(tuple(calls))
+    answered = shuffled(calls)[: draw(_answered[len(calls)])]
+    history.extend(tool_result(c) for c in answered)
+    # SPEC §3: the pending approval lists exactly the unanswered calls, in batch order
+    return history, PendingApproval(tuple(c for c in calls if c not in answered))
 
 
 @functools.cache
@@ -245,7 +246,8 @@ def paired_histories(
     message with 1-3 calls, then one tool message per call in any order). Tool-call
     ids are unique. With ``frozen_batch`` (drawn when None) the history ends in an
     assistant batch of which only some calls are answered, and the approval is
-    ``PendingApproval`` of that batch's calls; otherwise the approval is None.
+    ``PendingApproval`` of that batch's unanswered calls, in batch order (exactly what
+    SPEC §3 allows); otherwise the approval is None.
     """
     return _paired_histories(frozen_batch, max_turns)
 
@@ -395,8 +397,9 @@ def storage_states(
     elif draw(st.integers(0, 3)) == 0:
         assistant, calls = batch(draw(st.integers(1, 2)))
         history.append(assistant)
-        history.extend(answer(c) for c in calls[: draw(st.integers(0, len(calls) - 1))])
-        approval = PendingApproval(tuple(calls))
+        answered = draw(st.integers(0, len(calls) - 1))
+        history.extend(answer(c) for c in calls[:answered])
+        approval = PendingApproval(tuple(calls[answered:]))  # exactly the unanswered (SPEC §3)
     return AgentState(
         sid,
         messages=history,
