@@ -9,6 +9,7 @@ show its finding; ``crashpoint verify ... --model all --faults`` runs everything
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -25,6 +26,13 @@ PAGE = 4096
 def verify(target: str, **options: Any) -> tuple[str, Any]:
     s = spec(target)
     return s, crashpoint.verify(load_factory(s), target=s, **options)
+
+
+@functools.cache
+def tinydb_resize() -> tuple[str, Any]:
+    """tinydb's resize workload under process-crash, every failing crash state kept
+    (not shrunk: both of its in-place findings are in it)."""
+    return verify("tinydb_target.py:factory", workloads=["resize"], shrink=False)
 
 
 def found(result: Any, invariant: str, model: str, *, fault: bool = False) -> list[Counterexample]:
@@ -70,15 +78,39 @@ def test_tinydb_a_kill_during_the_in_place_write_leaves_a_torn_database() -> Non
     """A1 under process-crash: db.json holds a page-aligned proper prefix of the
     database being written; TinyDB raises on it."""
     need("tinydb")
-    s, result = verify("tinydb_target.py:factory", workloads=["resize"])
-    hits = found(result, "A1", "process-crash")
-    assert hits
-    files, run, _ = crash_state(s, hits[0])
-    db = files["db.json"]
-    whole = [b for b in complete(run) if b.startswith(db) and len(b) > len(db)]
-    assert whole and len(db) % PAGE == 0 and db not in complete(run)
-    with pytest.raises(ValueError):  # what TinyDB's json.load meets
-        json.loads(db)
+    s, result = tinydb_resize()
+    torn = []
+    for c in found(result, "A1", "process-crash"):
+        files, run, _ = crash_state(s, c)
+        db = files["db.json"]
+        if any(b.startswith(db) and len(b) > len(db) for b in complete(run)):
+            torn.append(db)
+    assert torn and all(len(db) % PAGE == 0 for db in torn)
+    for db in torn:
+        with pytest.raises(ValueError):  # what TinyDB's json.load meets
+            json.loads(db)
+
+
+def test_tinydb_a_crash_before_the_truncate_leaves_the_old_tail_after_the_new_database() -> None:
+    """A1 and A2 under process-crash: the database shrank; the kill came after its
+    write(2) (and fsync) and before truncate(): db.json is the new JSON followed by the
+    rest of the old one, which TinyDB cannot load."""
+    need("tinydb")
+    s, result = tinydb_resize()
+    tails = []
+    for c in found(result, "A1", "process-crash"):
+        if "A2" not in c.broken:
+            continue
+        files, run, _ = crash_state(s, c)
+        db = files["db.json"]
+        for new in complete(run):
+            rest = db[len(new) :]
+            if db.startswith(new) and rest and any(o.endswith(rest) for o in complete(run)):
+                tails.append(db)
+    assert tails
+    for db in tails:
+        with pytest.raises(ValueError):
+            json.loads(db)
 
 
 def test_tinydb_an_enospc_in_the_middle_of_a_save_leaves_an_unreadable_database() -> None:
@@ -102,6 +134,18 @@ def test_tinydb_never_fsyncs_the_directory_so_a_power_cut_can_drop_db_json() -> 
     assert not found(result, "A2", "process-crash")
     files, _, _ = crash_state(s, next(c for c in hits if not c.crash_state))
     assert "db.json" not in files
+
+
+def test_tinydb_a_power_cut_before_the_first_fsync_leaves_a_zero_filled_database() -> None:
+    """A1 under power-loss: db.json at its new size without its data; TinyDB raises."""
+    need("tinydb")
+    s, result = verify("tinydb_target.py:factory", workloads=["first-save"], model="power-loss")
+    zeros = []
+    for c in found(result, "A1", "power-loss"):
+        db = crash_state(s, c)[0].get("db.json", b"")
+        if db and db.strip(b"\0") == b"":
+            zeros.append(db)
+    assert zeros
 
 
 # --- safer -------------------------------------------------------------------------
@@ -184,3 +228,23 @@ def test_configobj_a_write_that_fails_part_way_leaves_a_torn_config() -> None:
     assert hits
     files, run, _ = crash_state(s, hits[0])
     assert files["settings.ini"] and files["settings.ini"] not in complete(run)
+
+
+# --- python-dotenv -------------------------------------------------------------------
+
+
+def test_dotenv_set_key_renames_an_unsynced_file_over_the_env_file() -> None:
+    """A2 under power-loss: set_key returned, then a power cut leaves .env without its
+    bytes (the temporary copy was never fsynced before os.replace) or leaves the old
+    directory entry (the rename was never made durable): DOCUMENT is gone. Atomic under
+    a process crash."""
+    need("dotenv")
+    s, result = verify("dotenv_target.py:factory", workloads=["first-save"], model="all")
+    assert not [c for c in result.counterexamples if c.model == "process-crash"]
+    hits = found(result, "A2", "power-loss")
+    assert hits and all(c.crash_point == len(crash_state(s, c)[1].ops) for c in hits)
+    states = [crash_state(s, c)[0] for c in hits]
+    # .env present but holding none of the bytes written (a zero-filled or empty file)
+    assert any(".env" in f and f[".env"].strip(b"\0") == b"" for f in states)
+    # .env absent: the rename did not survive; only the temporary copy (a leftover)
+    assert any(".env" not in f for f in states)
