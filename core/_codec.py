@@ -42,7 +42,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from itertools import accumulate
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from ._errors import ErrorCode, Retryability, StateError
@@ -94,8 +93,8 @@ MAX_DEPTH: Final = 64
 """The deepest nesting of arrays and objects, counted from the root, that decode reads
 and encode writes (SPEC §2); deeper is ``json_too_deep``."""
 
-_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
-_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
+_TO_PARENS: Final = str.maketrans("[{]}()", "(())  ")
+_RUNS: Final = re.compile(r"\(+|\)+")
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
@@ -260,9 +259,19 @@ def _text_too_deep(text: str) -> bool:
         return False
     if "\\" in text:
         text = text.replace("\\\\", "").replace('\\"', "")
-    outside = "".join(text.split('"')[::2])
-    brackets = _NOT_BRACKET.sub("", outside)
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > MAX_DEPTH
+    brackets = "".join(text.split('"')[::2]).translate(_TO_PARENS)
+    if "(" * (MAX_DEPTH + 1) in brackets:
+        return True
+    depth = 0  # by runs of openers and closers: far fewer steps than brackets
+    for match in _RUNS.finditer(brackets):
+        run = match.group()
+        if run[0] == "(":
+            depth += len(run)
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= len(run)  # below zero only where the parser stops anyway
+    return False
 
 
 def _object_too_deep(obj: object) -> bool:
