@@ -401,13 +401,22 @@ def _why_unwritable(path: str) -> str:
     return "it is on a read-only filesystem" if read_only else "permission denied"
 
 
-def _write_reports(report: dict[str, object], out: str) -> tuple[str, str]:
+def _write_reports(
+    report: dict[str, object], out: str, details: dict[str, object] | None = None
+) -> tuple[str, str, str]:
     from .reports import write_json, write_markdown
 
-    paths = os.path.join(out, "report.json"), os.path.join(out, "report.md")
+    paths = (
+        os.path.join(out, "report.json"),
+        os.path.join(out, "report.md"),
+        os.path.join(out, "report.html"),
+    )
     try:
         write_json(report, paths[0])
         write_markdown(report, paths[1])
+        from .reports._html import write_html  # jinja2: only when HTML is written
+
+        write_html(report, paths[2], details)
     except OSError as exc:
         raise UsageError(f"cannot write the reports to {out!r}: {exc.strerror or exc}") from None
     return paths
@@ -493,7 +502,12 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     )
     results = with_progress(tasks, jobs, run_tasks, err)
     report = build_report(results, model=args.model, target=target.name)
-    paths = _write_reports(report, out)
+    details: dict[str, object] | None = None
+    if report["totals"]["violations"]:  # report.html's timelines and crash-state bytes
+        from .scenarios._details import explore_recorder, report_details
+
+        details = dict(report_details(report, explore_recorder(target)))
+    paths = _write_reports(report, out, details)
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
     if args.require_exhaustive and not report["exhaustive"]:
         code = EXIT_VIOLATION  # --require-exhaustive: a bound is a failure
@@ -504,7 +518,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
             for r in results:
                 for v in r.violations:
                     console.print(v.render(), markup=False)
-        console.print(f"reports: {paths[0]}, {paths[1]}")
+        console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}")
 
     _print(console, show)
     return code
@@ -534,7 +548,7 @@ def _zoo(
 
     def show() -> None:
         print_zoo(zoo, console)
-        console.print(f"reports: {paths[0]}, {paths[1]}")
+        console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}")
 
     _print(console, show)
     return EXIT_OK if zoo["ok"] else EXIT_VIOLATION

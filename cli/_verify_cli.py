@@ -60,7 +60,31 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "on the filesystem protocol. Exit codes: 0 clean, 1 violation or incomplete verdict, "
         "2 usage error or bad target.",
     )
-    p.add_argument("target", metavar="TARGET", help="package.module:factory or file.py:factory")
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        nargs="?",
+        help="package.module:factory or file.py:factory (none with --exec)",
+    )
+    p.add_argument(
+        "--exec",
+        nargs="?",
+        const="",
+        metavar="CMD",
+        help="verify a program in any language, recorded through strace: with --save and "
+        "--load (document kind)",
+    )
+    p.add_argument(
+        "--save",
+        metavar="CMD",
+        help="--exec: command storing the JSON value of the file {value} into {dir}",
+    )
+    p.add_argument(
+        "--load",
+        metavar="CMD",
+        help="--exec: command printing the value loaded from {dir} as JSON (non-zero exit: "
+        "cannot load)",
+    )
     p.add_argument(
         "--kind",
         default="document",
@@ -191,32 +215,65 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.format is not None and args.kind != "state-storage":
         raise VerifyUsageError("--format applies to --kind state-storage only")
     known = _baseline(args.baseline) if args.baseline else None
+    exec_facts: Any = None
+    if args.exec is not None:
+        from .scenarios._exec import check_exec_args
+
+        try:
+            check_exec_args(args)
+        except ValueError as exc:
+            raise VerifyUsageError(str(exc)) from None
+    elif args.save is not None or args.load is not None:
+        raise VerifyUsageError("--save and --load apply to --exec only")
+    elif not args.target:
+        raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
     try:
-        factory = load_factory(args.target)
-        result = verify(
-            factory,
-            kind=args.kind,
-            model=models,
-            faults=args.faults,
-            values=args.values,
-            workloads=args.workload,
-            seed=args.seed,
-            examples=args.examples,
-            crash_point=args.crash_point,
-            fault=fault,
-            timeout=args.timeout,
-            target=args.target,
-            reference_format=args.format == "reference",
-            jobs=args.jobs or 1,
-        )
+        if args.exec is not None:
+            from .scenarios._exec import verify_exec
+
+            factory: Any = None
+            result, exec_facts = verify_exec(
+                args.save,
+                args.load,
+                models=models,
+                faults=args.faults,
+                workloads=args.workload,
+                seed=args.seed,
+                examples=args.examples,
+                crash_point=args.crash_point,
+                fault=fault,
+                timeout=args.timeout,
+                jobs=args.jobs or 1,
+            )
+        else:
+            factory = load_factory(args.target)
+            result = verify(
+                factory,
+                kind=args.kind,
+                model=models,
+                faults=args.faults,
+                values=args.values,
+                workloads=args.workload,
+                seed=args.seed,
+                examples=args.examples,
+                crash_point=args.crash_point,
+                fault=fault,
+                timeout=args.timeout,
+                target=args.target,
+                reference_format=args.format == "reference",
+                jobs=args.jobs or 1,
+            )
     except BadTarget as exc:
         raise VerifyUsageError(str(exc)) from None
     except TargetTimeout as exc:
-        raise VerifyUsageError(f"target {args.target!r}: {exc}") from None
+        what = "the --exec commands" if args.exec is not None else f"target {args.target!r}"
+        raise VerifyUsageError(f"{what}: {exc}") from None
     except KeyError as exc:
         raise VerifyUsageError(str(exc.args[0])) from None
     report = build_verify_report(result, model=args.model)
+    if exec_facts is not None:
+        report["exec"] = exec_facts.as_dict()
     new: list[str] = []
     if known is not None:
         new = sorted(
@@ -229,10 +286,17 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         report["baseline"] = {"report": args.baseline, "known": len(known), "new": new}
     from .reports import print_summary, write_json, write_markdown
 
-    paths = os.path.join(out, "report.json"), os.path.join(out, "report.md")
+    paths = (
+        os.path.join(out, "report.json"),
+        os.path.join(out, "report.md"),
+        os.path.join(out, "report.html"),
+    )
     try:
         write_json(report, paths[0])
         write_markdown(report, paths[1])
+        from .reports._html import write_html  # jinja2: only when HTML is written
+
+        write_html(report, paths[2], _html_details(report, factory, args, result.values))
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
     print_summary(report, console)
@@ -259,7 +323,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             + (f": {'; '.join(new)}" if new else ""),
             markup=False,
         )
-    console.print(f"reports: {paths[0]}, {paths[1]}", markup=False)
+    console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}", markup=False)
+    if exec_facts is not None:
+        console.print(
+            f"exec: {exec_facts.processes} processes; ignored by rule "
+            f"({exec_facts.ignored_rule}): {len(exec_facts.ignored)} path(s)",
+            markup=False,
+        )
     for check in result.failed_checks:
         console.print(
             f"conformance {check['id']} failed: {check['check']}: {check['why']}", markup=False
@@ -269,3 +339,22 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if known is not None:
         return EXIT_VIOLATION if new else EXIT_OK
     return EXIT_VIOLATION if result.counterexamples else EXIT_OK
+
+
+def _html_details(
+    report: dict[str, Any], factory: Any, args: argparse.Namespace, values: str
+) -> dict[str, Any] | None:
+    """Timelines and crash-state bytes for report.html (document targets, named
+    workloads); None when there is nothing to show or the run cannot be rebuilt."""
+    if not report["totals"]["violations"] or args.kind != "document" or values == "custom":
+        return None
+    from .scenarios._details import document_recorder, report_details
+    from .scenarios._document import DOC_BASE, DocumentKind
+    from .scenarios._usertarget import make_runner
+
+    try:
+        with make_runner(factory, DOC_BASE, spec=args.target, seed=args.seed) as runner:
+            doc = DocumentKind(runner, args.target, values=values, seed=args.seed)
+            return report_details(report, document_recorder(doc))
+    except Exception:  # the page still renders, without timelines
+        return None

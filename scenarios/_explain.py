@@ -430,7 +430,11 @@ def file_view(
             min(len(data), len(reference)),
         )
         regions.append(
-            [start, len(data), f"differs from what the program wrote ({len(reference)} bytes)"]
+            [
+                start,
+                len(data),
+                f"torn: not what the completed operations left ({len(reference)} bytes there)",
+            ]
         )
     run = None
     for i, b in enumerate(data + b"\1"):
