@@ -377,11 +377,17 @@ class FileStateStorage:
                 retryability=Retryability.CONDITIONAL if self.strict else Retryability.NEVER,
                 cause=exc,
             ) from exc
-        if self.strict:  # another session's file: never decoded, never answered with bak
-            owner = peek_session_id(data)
+        try:
+            state = decode_bytes(data)
+        except StateError:
+            # another session's file that does not decode (a future version, say) is
+            # still theirs: a collision, never answered with bak
+            owner = peek_session_id(data) if self.strict else None
             if owner is not None and owner != session_id:
-                raise _collision(session_id, owner, role)
-        state = decode_bytes(data)
+                raise _collision(session_id, owner, role) from None
+            raise
+        if self.strict and state.session_id != session_id:
+            raise _collision(session_id, state.session_id, role)
         if state.session_id != session_id:  # the published rule: a corrupt file
             raise StateError(
                 ErrorCode.STATE_CORRUPT,
