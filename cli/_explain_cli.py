@@ -154,7 +154,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             seed=args.seed,
             bound=args.generated,
         )
-    except (BadTarget, TargetTimeout) as exc:
+    except BadTarget as exc:
+        raise ExplainUsageError(str(exc)) from None
+    except TargetTimeout as exc:
         raise ExplainUsageError(f"target {args.target!r}: {exc}") from None
     except KeyError as exc:
         raise ExplainUsageError(str(exc.args[0])) from None

@@ -794,7 +794,7 @@ class _StateSearch(_Search):
         if user:
             chosen.append((_user_state_workload(user), False))
         for w in SCENARIOS.values():
-            if "storage" not in getattr(w, "tags", ("storage",)):
+            if "storage" not in getattr(w, "tags", ("storage",)) or w.name == user:
                 continue
             if w.setup is not None and not _setup_is_valid(w):
                 continue  # a setup that writes corrupt files is not the write path's doing
@@ -868,6 +868,9 @@ def _user_state_workload(spec: str) -> Any:
     from ._usertarget import load_factory
     from ._workload import Workload
 
+    if ":" not in spec:
+        known = ", ".join([*SCENARIOS, "gen:STEP,..."])
+        raise KeyError(f"unknown workload {spec!r}; known: {known}, or module:fn")
     fn = load_factory(spec)
     return Workload(spec, f"the user's workload {spec}", fn)
 
@@ -961,11 +964,19 @@ class _DocSearch(_Search):
         return {p[len(self.base) + 1 :] for p in run.data.final_paths}
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        from ._document import DOC_WORKLOADS, DocWorkload, _sized
+        from ._document import DOC_WORKLOADS, EXTRA_WORKLOADS, DocWorkload, _sized
 
         chosen: list[tuple[Any, bool]] = []
         names = [n for n in DOC_WORKLOADS if n not in ("random", "save-after-failure")]
-        if user:
+        if user and user.split(":", 1)[0] not in (*DOC_WORKLOADS, *EXTRA_WORKLOADS):
+            if ":" not in user:
+                known = ", ".join((*DOC_WORKLOADS, *EXTRA_WORKLOADS))
+                raise KeyError(f"unknown document workload {user!r}; known: {known}, module:fn")
+            from ._usertarget import load_factory
+
+            values = tuple(load_factory(user)())  # module:fn returning the values saved
+            chosen.append((DocWorkload(user, values), False))
+        elif user:
             names = [user, *[n for n in names if n != user]]
         chosen += [(self.doc.workload(n), False) for n in names]
         from hypothesis import strategies as st
@@ -1071,8 +1082,14 @@ def explain(
     builtin = isinstance(target, str) and (
         target in ("reference", "seed") or target.startswith("mutant:")
     )
+    if isinstance(target, str) and not builtin and ":" not in target:
+        from ._targets import get_target
+
+        get_target(target)  # KeyError naming the known targets
     if kind is None:
         kind = "state-storage" if builtin else "document"
+    if kind == "document" and builtin:
+        raise KeyError(f"--kind document needs a user target (module:factory), not {target!r}")
     if kind == "state-storage":
         from ._explore import resolve
         from ._usertarget import load_factory

@@ -226,3 +226,50 @@ def test_document_complete_temporary_is_ignored(
     assert first["model"] == "process-crash" and first["counted"] == []
     old = json.loads((TEMP / "document" / "doc.json").read_text())
     assert report["load"]["returned"] == repr(old)[:200]  # the main, never the temporary
+
+
+def test_the_session_comes_from_the_file_names_or_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from crashpoint.core import encode_bytes
+    from crashpoint.scenarios._catalogue import build_state, user
+
+    ev = tmp_path / "ev"
+    ev.mkdir()
+    (ev / "chat_42.json").write_bytes(b"")
+    (ev / "chat_42.json.bak").write_bytes(
+        encode_bytes(build_state(user("hi"), session_id="chat 42"))
+    )
+    fast = ("--model", "power-loss", "--generated", "0")
+    _, report, _ = explain(capsys, tmp_path / "r", ev, "--target", "reference", *fast)
+    assert report["session"] == "chat 42"  # the id the files record
+    assert report["load"]["returned"].startswith("state with 1 message")  # bak fallback
+    assert {f["class"] for f in report["evidence"]["files"]} == {"empty", "complete"}
+    code, report, _ = explain(
+        capsys, tmp_path / "r2", ev, "--target", "seed", "--session", "chat 42", *fast
+    )
+    assert code == 1 and report["session"] == "chat 42"
+    assert report["reachable"] and report["first_match"]["model"] == "power-loss"
+
+
+def test_a_workload_named_is_searched_first_and_bad_input_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ev = ZERO / "agent-state"
+    fast = ("--model", "power-loss", "--generated", "0")
+    code, report, _ = explain(
+        capsys, tmp_path / "r", ev, "--target", "seed", "--workload", "two-quick-saves", *fast
+    )
+    assert code == 1 and report["searched"]["workloads"][0] == "two-quick-saves"
+    assert report["searched"]["workloads"].count("two-quick-saves") == 1
+    for args in (
+        ("--target", "nope"),
+        ("--target", "seed", "--workload", "nosuch"),
+        ("--target", "seed", "--kind", "document"),
+        ("--target", "seed", "--model", "sometimes"),
+        ("--target", "seed", "--session", "../x"),
+        ("--target", str(tmp_path / "missing.py") + ":f"),
+    ):
+        code, _, text = explain(capsys, tmp_path / "bad", ev, *args)
+        assert code == 2 and text.startswith("crashpoint: error: ")
+        assert len(text.strip().splitlines()) == 2 and "Traceback" not in text
