@@ -15,10 +15,9 @@ from typing import Any
 
 import crashpoint
 import pytest
-from conftest import need, spec
 from crashpoint.scenarios._engine import Counterexample
 from crashpoint.scenarios._usertarget import load_factory
-from crashstates import crash_state
+from library_support import crash_state, need, spec
 
 PAGE = 4096
 

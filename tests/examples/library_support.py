@@ -1,16 +1,43 @@
-"""The crash state a counterexample names, as bytes (tests pin crash states by their
-content, never by how a report renders them)."""
+"""Helpers for the real-library tests: the libraries are pinned in
+``examples/requirements.txt``; outside CI a missing one skips its tests with the reason,
+under CI (``CI`` set) it fails them (CI installs the pins: a skip there would hide a
+broken install step). Crash states are recovered as bytes (tests pin them by content,
+never by how a report renders them)."""
 
 from __future__ import annotations
 
+import importlib
+import os
+from types import ModuleType
 from typing import Any
 
+import pytest
 from crashpoint.faultfs import CrashState, crash_points
 from crashpoint.scenarios._document import DOC_BASE, DocumentKind
 from crashpoint.scenarios._engine import Counterexample, Run
 from crashpoint.scenarios._faults import parse_fault
 from crashpoint.scenarios._usertarget import load_factory, make_runner
 from crashpoint.scenarios._verify import resolve_models
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LIBRARIES = os.path.join(ROOT, "examples", "libraries")
+
+
+def need(module: str) -> ModuleType:
+    """Import ``module``; skip with the reason when it is missing (fail under CI)."""
+    if os.environ.get("CI"):
+        return importlib.import_module(module)
+    return pytest.importorskip(
+        module,
+        reason=f"{module} is not installed: pip install -r examples/requirements.txt "
+        "(or tox -e examples)",
+    )
+
+
+def spec(target: str) -> str:
+    """``examples/libraries/<file.py>:<factory>`` as an absolute target spec."""
+    file, _, attr = target.partition(":")
+    return f"{os.path.join(LIBRARIES, file)}:{attr}"
 
 
 def crash_state(spec: str, c: Counterexample) -> tuple[dict[str, bytes], Run, DocumentKind]:
