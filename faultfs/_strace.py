@@ -1,0 +1,640 @@
+"""An ``strace`` log as an operation trace (FAULT-MODEL.md §1, §4; issue 13).
+
+A program in any language is recorded by running it under stock ``strace``
+(:func:`strace_argv`: ``-f`` follows children, ``-y`` decodes descriptors into
+paths, ``-X raw`` prints flags as numbers, ``-xx -s`` prints every byte written).
+:func:`parse_log` reads the log into :class:`Syscall` records (``<unfinished ...>``
+and ``<... resumed>`` halves joined); :class:`StraceReplay` replays them, in the
+order they completed, through a :class:`~crashpoint.faultfs.DescriptorTable`
+over any :class:`~crashpoint.faultfs.FileSystem` (a ``RecordingFileSystem``
+records them), keeping what happens under one real directory and mapping it to a
+directory of the model. So the same program gives the same operation trace
+intercepted in Python and recorded here.
+
+What is not replayed is never dropped silently:
+
+* a mutating call on a path outside the directory is an *escape* (S1), except
+  under the stated ignore rule :data:`IGNORED_RULE` (``/dev``, ``/proc``, ``/sys``,
+  and interpreter caches: a path component ``__pycache__`` or ``node-compile-cache``);
+* a call the model cannot represent on a file of the directory (``mmap`` shared and
+  writable, ``msync``, ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``,
+  ``io_uring_*``, ``link``, ``symlink``, ``rmdir``, ``sync``, ``openat2`` ...) is
+  *unsupported*, by name: the verdict is incomplete.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ._descriptors import DescriptorTable
+from ._protocol import FileSystem
+
+__all__ = [
+    "IGNORED_RULE",
+    "TRACED_SYSCALLS",
+    "StraceReplay",
+    "Syscall",
+    "parse_log",
+    "strace_argv",
+    "strace_available",
+]
+
+TRACED_SYSCALLS = (
+    "open,openat,openat2,creat,write,pwrite64,writev,pwritev,pwritev2,ftruncate,truncate,"
+    "fsync,fdatasync,sync,syncfs,sync_file_range,rename,renameat,renameat2,unlink,unlinkat,"
+    "rmdir,mkdir,mkdirat,link,linkat,symlink,symlinkat,close,close_range,dup,dup2,dup3,"
+    "fcntl,clone,clone3,fork,vfork,execve,chdir,fchdir,mmap,msync,copy_file_range,sendfile,"
+    "splice,fallocate,io_uring_setup,io_uring_enter"
+)
+"""The system calls recorded (``strace -e trace=``)."""
+
+IGNORED_RULE = (
+    "writes outside the directory under /dev, /proc or /sys, or to a path with a "
+    "component __pycache__ or node-compile-cache (interpreter caches), are ignored"
+)
+"""The stated rule for what is not an escape (reports list it)."""
+
+_IGNORED_PREFIXES = ("/dev/", "/proc/", "/sys/")
+_IGNORED_PARTS = ("__pycache__", "node-compile-cache")
+
+_CLONE_FILES = 0x400
+_AT_REMOVEDIR = 0x200
+_RENAME_EXCHANGE = 0x2
+_F_DUPFD, _F_DUPFD_CLOEXEC = 0, 0x406
+_PROT_WRITE, _MAP_SHARED = 0x2, 0x1
+
+
+def strace_available() -> str | None:
+    """None when ``strace`` can trace here, else the reason (one line)."""
+    if shutil.which("strace") is None:
+        return "strace is not installed (apt-get install strace)"
+    try:
+        probe = subprocess.run(
+            ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=close", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"strace cannot run: {exc}"
+    if probe.returncode != 0:
+        return f"strace cannot trace here: {' '.join(probe.stderr.split())[:200]}"
+    return None
+
+
+def strace_argv(argv: Sequence[str], log: str, *, inject: str | None = None) -> list[str]:
+    """The command line that runs ``argv`` under strace, logging to ``log``.
+
+    ``inject``: an ``-e inject=`` expression (``write:error=ENOSPC:when=3``)."""
+    cmd = ["strace", "-f", "-qq", "--seccomp-bpf", "-y", "-X", "raw", "-xx", "-s", "1000000000"]
+    cmd += ["-e", f"trace={TRACED_SYSCALLS}"]
+    if inject is not None:
+        cmd += ["-e", f"inject={inject}"]
+    return [*cmd, "-o", log, "--", *argv]
+
+
+# --- parsing -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Syscall:
+    """One completed system call of the log.
+
+    Attributes:
+        pid: the tracee that made it.
+        name: the system call (``openat``, ``pwrite64`` ...).
+        args: the arguments as strace printed them (``-xx``: strings in hex).
+        result: the return value (-1 when it failed; a descriptor, a pid, a count ...).
+        result_path: ``-y``'s decoding of a returned descriptor, else "".
+        error: the errno name it failed with ("" when it returned).
+        injected: the failure was injected by ``-e inject`` (the kernel did nothing).
+    """
+
+    pid: int
+    name: str
+    args: str
+    result: int
+    result_path: str = ""
+    error: str = ""
+    injected: bool = False
+
+
+_FORKS = ("clone", "clone3", "fork", "vfork")
+_HEAD = re.compile(r"^(\d+)\s+(.*)$")
+_CALL = re.compile(r"^([a-z_0-9]+)\((.*)$", re.S)
+_RESUMED = re.compile(r"^<\.\.\. ([a-z_0-9]+) resumed>(.*)$", re.S)
+_RESULT = re.compile(r"\)\s+= (-?\d+|\?|0x[0-9a-f]+)(?:<([^>]*)>)?(?: ([A-Z0-9_]+))?(.*)$")
+
+
+def parse_log(text: str) -> list[Syscall]:
+    """The completed calls of an ``strace -f -y -X raw -xx`` log, in completion order."""
+    pending: dict[int, tuple[str, str]] = {}
+    seen: set[int] = set()
+    out: list[Syscall] = []
+    for line in text.splitlines():
+        m = _HEAD.match(line)
+        if not m:
+            continue
+        pid, body = int(m.group(1)), m.group(2)
+        if body.startswith(("+++", "---")):
+            continue
+        if pid not in seen:
+            if seen:
+                # a child printed before its parent's clone returned: say whose it is
+                forks = [(p, a) for p, (n, a) in pending.items() if n in _FORKS]
+                if forks:
+                    parent, args = forks[-1]
+                    out.append(Syscall(pid, "fork-of", args, parent))
+            seen.add(pid)
+        if body.endswith("<unfinished ...>"):
+            c = _CALL.match(body)
+            if c:
+                pending[pid] = (c.group(1), c.group(2)[: -len("<unfinished ...>")].rstrip())
+            continue
+        r = _RESUMED.match(body)
+        if r:
+            name, rest = r.group(1), r.group(2)
+            head = pending.pop(pid, (name, ""))[1]
+            joined = head + (", " if head and not rest.startswith(")") else "") + rest.lstrip()
+            body = f"{name}({joined}"
+        c = _CALL.match(body)
+        if not c:
+            continue
+        name, rest = c.group(1), c.group(2)
+        cut = _last_result(rest)
+        if cut is None:
+            continue
+        args, tail = rest[:cut], rest[cut:]
+        res = _RESULT.match(tail)
+        if res is None or res.group(1) == "?":
+            continue
+        value = int(res.group(1), 0)
+        out.append(
+            Syscall(
+                pid,
+                name,
+                args,
+                value,
+                _hex(res.group(2)) if res.group(2) else "",
+                res.group(3) or "",
+                "(INJECTED)" in (res.group(4) or ""),
+            )
+        )
+    return out
+
+
+def _last_result(rest: str) -> int | None:
+    i = rest.rfind(") = ")
+    if i < 0:
+        m = list(re.finditer(r"\)\s+= ", rest))
+        return m[-1].start() if m else None
+    return i
+
+
+def _hex(text: str) -> str:
+    """``\\x2f\\x74`` → ``/t`` (undecodable bytes kept as surrogates)."""
+    if "\\x" not in text:
+        return text
+    try:
+        return os.fsdecode(bytes.fromhex(text.replace("\\x", "")))
+    except ValueError:
+        return text
+
+
+def split_args(args: str) -> list[str]:
+    """Top-level comma-separated arguments (brackets, braces and quotes respected)."""
+    out: list[str] = []
+    depth, quoted, start = 0, False, 0
+    for i, ch in enumerate(args):
+        if quoted:
+            if ch == '"':
+                quoted = False
+            continue
+        if ch == '"':
+            quoted = True
+        elif ch in "[{<(":
+            depth += 1
+        elif ch in "]}>)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(args[start:i].strip())
+            start = i + 1
+    tail = args[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+_FD = re.compile(r"^(-?\d+)(?:<(.*)>)?$", re.S)
+_STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
+
+
+def _fd(arg: str) -> tuple[int, str]:
+    """``3<\\x2f..>`` → (3, path); the path is "" when not decoded."""
+    m = _FD.match(arg)
+    if m is None:
+        return -1, ""
+    return int(m.group(1)), _hex(m.group(2)) if m.group(2) else ""
+
+
+def _bytes(arg: str) -> bytes:
+    return b"".join(bytes.fromhex(s.replace("\\x", "")) for s in _STR.findall(arg))
+
+
+def _int(arg: str) -> int:
+    try:
+        return int(arg.split("<", 1)[0], 0)
+    except ValueError:
+        return 0
+
+
+def _str(arg: str) -> str:
+    m = _STR.search(arg)
+    return os.fsdecode(bytes.fromhex(m.group(1).replace("\\x", ""))) if m else ""
+
+
+# --- replay ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Fd:
+    tfd: int | None  # the table's descriptor, None for a file outside the directory
+    cloexec: bool = False
+
+
+@dataclass(slots=True)
+class _Proc:
+    fds: dict[int, _Fd]
+    cwd: str
+
+
+@dataclass(slots=True)
+class Source:
+    """The system call an operation came from: ``pid``'s ``nth`` call (1-based) of ``name``."""
+
+    pid: int
+    name: str
+    nth: int
+
+
+@dataclass(slots=True)
+class StraceReplay:
+    """Replays system calls of one run into ``fs`` (see the module docstring).
+
+    Args:
+        fs: where the operations go (a ``RecordingFileSystem`` records them).
+        real_root: the real directory the program was given (absolute, resolved).
+        model_root: the directory of ``fs`` it stands for.
+        cwd: the working directory the program started in.
+
+    Attributes:
+        escapes: mutating calls outside the directory (S1), rendered.
+        unsupported: calls the model cannot represent, by name (``copy_file_range``).
+        ignored: paths left alone by :data:`IGNORED_RULE`.
+        reads: model paths opened for reading.
+        sources: for each operation recorded, the call it came from (fault targeting).
+        counts: ``(pid, name)`` → calls of ``name`` made by ``pid`` so far.
+        mismatched: calls the model refused although the kernel did them (the model
+            and the real directory disagree: the trace after them is not exact).
+    """
+
+    fs: FileSystem
+    real_root: str
+    model_root: str
+    cwd: str
+    escapes: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    mismatched: list[str] = field(default_factory=list)
+    _procs: dict[int, _Proc] = field(default_factory=dict)
+    _table: DescriptorTable | None = None
+
+    def __post_init__(self) -> None:
+        self._table = DescriptorTable(self.fs)
+
+    # --- paths -------------------------------------------------------------------
+    def model_path(self, real: str) -> str | None:
+        """The model path of a real path under the directory, else None."""
+        root = self.real_root
+        if real == root:
+            return self.model_root
+        if real.startswith(root + "/"):
+            return self.model_root + real[len(root) :]
+        return None
+
+    def _resolve(self, proc: _Proc, base: str, path: str) -> str:
+        if not path.startswith("/"):
+            path = posixpath.join(base or proc.cwd, path)
+        return posixpath.normpath(path)
+
+    def _outside(self, call: str, real: str) -> None:
+        if real.startswith(_IGNORED_PREFIXES) or any(
+            part in _IGNORED_PARTS for part in real.split("/")
+        ):
+            if real not in self.ignored:
+                self.ignored.append(real)
+            return
+        what = f"{call}({real})"
+        if what not in self.escapes:
+            self.escapes.append(what)
+
+    def _unsupported(self, name: str, detail: str = "") -> None:
+        text = f"{name} ({detail})" if detail else name
+        if text not in self.unsupported:
+            self.unsupported.append(text)
+
+    def _proc(self, pid: int) -> _Proc:
+        proc = self._procs.get(pid)
+        if proc is None:
+            proc = self._procs[pid] = _Proc({}, self.cwd)
+        return proc
+
+    def _fork(self, parent: _Proc, *, share: bool) -> _Proc:
+        if share:
+            return _Proc(parent.fds, parent.cwd)
+        table = self._tab
+        fds = {
+            fd: _Fd(table.dup(e.tfd) if e.tfd is not None else None, e.cloexec)
+            for fd, e in parent.fds.items()
+        }
+        return _Proc(fds, parent.cwd)
+
+    @property
+    def _tab(self) -> DescriptorTable:
+        assert self._table is not None
+        return self._table
+
+    # --- feeding -----------------------------------------------------------------
+    def feed(self, calls: Iterable[Syscall]) -> None:
+        """Replay ``calls`` in order."""
+        for call in calls:
+            key = (call.pid, call.name)
+            self.counts[key] = self.counts.get(key, 0) + 1
+            if call.name in _FORKS:
+                self._clone(call.pid, call.result, call.args)
+                continue
+            if call.name == "fork-of":
+                self._clone(call.result, call.pid, call.args)
+                continue
+            if call.result < 0 and not call.injected:
+                continue
+            before = self._ops()
+            try:
+                self._one(call)
+            except OSError as exc:
+                if not call.injected:
+                    self.mismatched.append(f"{call.name} by pid {call.pid}: the model raised {exc}")
+            for _ in range(self._ops() - before):
+                self.sources.append(Source(call.pid, call.name, self.counts[key]))
+
+    def _ops(self) -> int:
+        count = getattr(self.fs, "op_count", None)
+        return int(count) if count is not None else 0
+
+    def _clone(self, parent_pid: int, child: int, args: str) -> None:
+        parent = self._proc(parent_pid)
+        if child <= 0 or child in self._procs:
+            return  # failed, or the child already appeared (its lines came first)
+        m = re.search(r"flags=(0x[0-9a-f]+|\d+)", args)
+        flags = int(m.group(1), 0) if m else 0
+        self._procs[child] = self._fork(parent, share=bool(flags & _CLONE_FILES))
+
+    def _one(self, c: Syscall) -> None:
+        proc = self._proc(c.pid)
+        a = split_args(c.args)
+        name = c.name
+        tab = self._tab
+        if name in ("open", "openat", "creat"):
+            if name == "openat":
+                base, path, flags = _fd(a[0])[1], _str(a[1]), _int(a[2])
+            elif name == "open":
+                base, path, flags = "", _str(a[0]), _int(a[1])
+            else:
+                base, path, flags = "", _str(a[0]), os.O_CREAT | os.O_WRONLY | os.O_TRUNC
+            if base == "" and name == "openat":
+                base = proc.cwd
+            real = c.result_path or self._resolve(proc, base, path)
+            if not c.result_path:
+                real = self._resolve(proc, base, path)
+            mpath = self.model_path(real)
+            cloexec = bool(flags & os.O_CLOEXEC)
+            if mpath is None:
+                if flags & (os.O_CREAT | os.O_TRUNC):
+                    self._outside(name, real)
+                if c.result >= 0:
+                    self._set(proc, c.result, _Fd(None, cloexec))
+                return
+            if flags & os.O_ACCMODE in (os.O_RDONLY, os.O_RDWR) and mpath not in self.reads:
+                self.reads.append(mpath)
+            if flags & os.O_ACCMODE == os.O_RDONLY and not flags & (os.O_CREAT | os.O_TRUNC):
+                # a read-only open changes nothing; the table tracks it for fsync
+                tfd = tab.open(mpath, flags) if self.fs.exists(mpath) else None
+            else:
+                tfd = tab.open(mpath, flags)
+            if c.result >= 0:
+                self._set(proc, c.result, _Fd(tfd, cloexec))
+            return
+        if name == "openat2":
+            fd_dir, path = _fd(a[0])[1], _str(a[1])
+            real = c.result_path or self._resolve(proc, fd_dir, path)
+            if self.model_path(real) is not None:
+                self._unsupported("openat2", real)
+            return
+        if name in ("write", "pwrite64", "writev", "pwritev", "pwritev2"):
+            fd, real = _fd(a[0])
+            entry = proc.fds.get(fd)
+            data = _bytes(a[1])[: max(c.result, 0)] if not c.injected else _bytes(a[1])
+            if entry is None or entry.tfd is None:
+                self._untracked(name, real)
+                return
+            if name in ("write", "writev"):
+                tab.write(entry.tfd, data)
+            else:
+                tab.pwrite(entry.tfd, data, _int(a[3]))
+            return
+        if name == "ftruncate":
+            fd, real = _fd(a[0])
+            entry = proc.fds.get(fd)
+            if entry is None or entry.tfd is None:
+                self._untracked(name, real)
+                return
+            tab.ftruncate(entry.tfd, _int(a[1]))
+            return
+        if name in ("fsync", "fdatasync"):
+            fd, real = _fd(a[0])
+            entry = proc.fds.get(fd)
+            if entry is None or entry.tfd is None:
+                if self.model_path(real) is not None:
+                    self._unsupported(name, "on a descriptor not opened in the trace")
+                return
+            tab.fsync(entry.tfd)
+            return
+        if name == "close":
+            self._close(proc, _fd(a[0])[0])
+            return
+        if name == "close_range":
+            first, last = _int(a[0]), _int(a[1])
+            if _int(a[2]) & 0x4:  # CLOSE_RANGE_CLOEXEC
+                for fd, e in proc.fds.items():
+                    if first <= fd <= last:
+                        e.cloexec = True
+                return
+            for fd in [fd for fd in proc.fds if first <= fd <= last]:
+                self._close(proc, fd)
+            return
+        if name in ("dup", "dup2", "dup3", "fcntl"):
+            old = _fd(a[0])[0]
+            if name == "fcntl":
+                cmd = _int(a[1])
+                if cmd not in (_F_DUPFD, _F_DUPFD_CLOEXEC):
+                    return
+                cloexec = cmd == _F_DUPFD_CLOEXEC
+            else:
+                cloexec = name == "dup3" and bool(_int(a[2]) & os.O_CLOEXEC)
+            new = c.result
+            if old == new:
+                return
+            self._close(proc, new)
+            entry = proc.fds.get(old)
+            if entry is not None:
+                tfd = tab.dup(entry.tfd) if entry.tfd is not None else None
+                self._set(proc, new, _Fd(tfd, cloexec))
+            return
+        if name == "execve":
+            for fd in [fd for fd, e in proc.fds.items() if e.cloexec]:
+                self._close(proc, fd)
+            return
+        if name == "chdir":
+            proc.cwd = self._resolve(proc, "", _str(a[0]))
+            return
+        if name == "fchdir":
+            proc.cwd = _fd(a[0])[1] or proc.cwd
+            return
+        if name in ("rename", "renameat", "renameat2"):
+            if name == "rename":
+                src = self._resolve(proc, "", _str(a[0]))
+                dst = self._resolve(proc, "", _str(a[1]))
+            else:
+                src = self._resolve(proc, _fd(a[0])[1], _str(a[1]))
+                dst = self._resolve(proc, _fd(a[2])[1], _str(a[3]))
+                if name == "renameat2" and _int(a[4]) & _RENAME_EXCHANGE:
+                    if self.model_path(src) or self.model_path(dst):
+                        self._unsupported("renameat2", "RENAME_EXCHANGE")
+                    return
+            msrc, mdst = self.model_path(src), self.model_path(dst)
+            if msrc is None or mdst is None:
+                if msrc is None:
+                    self._outside(name, src)
+                if mdst is None:
+                    self._outside(name, dst)
+                if msrc is not None or mdst is not None:
+                    self._unsupported(name, "across the directory's boundary")
+                return
+            if self.fs.is_dir(msrc):
+                self._unsupported(name, "of a directory")
+                return
+            tab.rename(msrc, mdst)
+            return
+        if name in ("unlink", "unlinkat", "rmdir"):
+            if name == "unlinkat":
+                real = self._resolve(proc, _fd(a[0])[1], _str(a[1]))
+                rmdir = bool(_int(a[2]) & _AT_REMOVEDIR)
+            else:
+                real = self._resolve(proc, "", _str(a[0]))
+                rmdir = name == "rmdir"
+            mpath = self.model_path(real)
+            if mpath is None:
+                self._outside(name, real)
+            elif rmdir:
+                self._unsupported("rmdir", "removing a directory")
+            else:
+                tab.unlink(mpath)
+            return
+        if name in ("mkdir", "mkdirat"):
+            if name == "mkdirat":
+                real = self._resolve(proc, _fd(a[0])[1], _str(a[1]))
+            else:
+                real = self._resolve(proc, "", _str(a[0]))
+            mpath = self.model_path(real)
+            if mpath is None:
+                self._outside(name, real)
+            else:
+                self.fs.mkdir(mpath)
+            return
+        if name == "truncate":
+            real = self._resolve(proc, "", _str(a[0]))
+            mpath = self.model_path(real)
+            if mpath is None:
+                self._outside(name, real)
+            else:
+                self.fs.truncate(mpath, _int(a[1]))
+            return
+        if name in ("link", "linkat", "symlink", "symlinkat"):
+            if name == "linkat":
+                real = self._resolve(proc, _fd(a[2])[1], _str(a[3]))
+            elif name == "symlinkat":
+                real = self._resolve(proc, _fd(a[1])[1], _str(a[2]))
+            else:
+                real = self._resolve(proc, "", _str(a[1]))
+            if self.model_path(real) is None:
+                self._outside(name, real)
+            else:
+                self._unsupported(name, "the model has no links")
+            return
+        if name in ("sync", "syncfs"):
+            self._unsupported(name, "a whole-filesystem flush")
+            return
+        if name in ("io_uring_setup", "io_uring_enter"):
+            self._unsupported(name, "asynchronous I/O the trace cannot see")
+            return
+        if name == "mmap":
+            prot, flags = _int(a[2]), _int(a[3])
+            real = _fd(a[4])[1]
+            if prot & _PROT_WRITE and flags & _MAP_SHARED and self.model_path(real) is not None:
+                self._unsupported("mmap", "a shared writable mapping of a file")
+            return
+        if name == "msync":
+            if self._mapped():
+                self._unsupported("msync")
+            return
+        if name in ("copy_file_range", "sendfile", "splice", "fallocate", "sync_file_range"):
+            out_arg = {"copy_file_range": 2, "sendfile": 0, "splice": 2}.get(name, 0)
+            real = _fd(a[out_arg])[1]
+            if self.model_path(real) is not None:
+                self._unsupported(name, "on a file of the directory")
+            elif real.startswith("/") and name != "sync_file_range":
+                self._outside(name, real)
+            return
+
+    def _mapped(self) -> bool:
+        return any(u.startswith("mmap") for u in self.unsupported)
+
+    def _untracked(self, name: str, real: str) -> None:
+        if self.model_path(real) is not None:
+            self._unsupported(name, "on a descriptor not opened in the trace")
+        elif real.startswith("/") and not real.endswith(" (deleted)"):
+            self._outside(name, real)
+
+    def _set(self, proc: _Proc, fd: int, entry: _Fd) -> None:
+        self._close(proc, fd)
+        proc.fds[fd] = entry
+
+    def _close(self, proc: _Proc, fd: int) -> None:
+        entry = proc.fds.pop(fd, None)
+        if entry is not None and entry.tfd is not None and entry.tfd in self._tab:
+            self._tab.close(entry.tfd)
+
+
+def errno_name(code: int) -> str:
+    """``28`` → ``ENOSPC``."""
+    return _errno.errorcode.get(code, str(code))

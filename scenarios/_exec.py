@@ -1,0 +1,622 @@
+"""``verify --exec``: a storage in any language, recorded through ``strace`` (issue 13).
+
+The document kind (SPEC.md §10) with commands instead of a Python factory::
+
+    crashpoint verify --exec --save 'node save.js {dir} {value}' --load 'node load.js {dir}'
+
+``--save`` stores the JSON value of the file ``{value}`` into ``{dir}``; ``--load``
+prints the value loaded from ``{dir}`` as JSON on standard output, or exits non-zero
+when it cannot load. Commands are split like a shell (``shlex``) and run without one;
+``{dir}`` and ``{value}`` are replaced inside each word (write ``sh -c '…'`` for
+redirections).
+
+Recording: each save runs on a fresh real directory holding the model's current files,
+under ``strace`` (:func:`crashpoint.faultfs._strace.strace_argv`); the log is
+replayed into the recording filesystem (:class:`~crashpoint.faultfs._strace.StraceReplay`),
+so the operation trace, the crash states and the judging are the document kind's own
+(:class:`~crashpoint.scenarios._document.DocumentKind`, not a copy). Checking: every
+distinct crash state is written into a fresh real directory and the load command runs
+on it, one process per state, ``jobs`` at a time; loads run under strace too, so the
+files they read (A5) and write (A3) are known. Faults: the call that made operation
+``k`` is found in the clean recording and the save is re-run with
+``strace -e inject=CALL:error=E:when=N``; strace counts calls per tracee, so a fault
+whose call another tracee also made ``N`` times cannot be targeted and is reported
+(verdict incomplete), never guessed.
+
+Errors: :class:`~crashpoint.scenarios._usertarget.BadTarget` (no strace, a command
+without its placeholders, a clean save that fails: exit 2) and
+:class:`~crashpoint.scenarios._usertarget.TargetTimeout` (a command ran past
+``timeout`` seconds: it is killed, exit 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..faultfs import (
+    CrashState,
+    Fault,
+    FaultKind,
+    MemoryFileSystem,
+    PersistenceModel,
+    RecordingFileSystem,
+    crash_points,
+)
+from ..faultfs._strace import (
+    IGNORED_RULE,
+    Source,
+    StraceReplay,
+    errno_name,
+    parse_log,
+    strace_argv,
+    strace_available,
+)
+from ._document import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ._engine import EngineResult, explore_kind, fault_spec
+from ._usertarget import BadTarget, Runner, TargetTimeout
+
+__all__ = [
+    "EXEC_FAULT_ERRNOS",
+    "ExecDocumentKind",
+    "ExecRunner",
+    "LoadExit",
+    "LoadOutput",
+    "SaveExit",
+    "exec_fault_plan",
+    "render_argv",
+    "run_process",
+    "verify_exec",
+]
+
+EXEC_FAULT_ERRNOS = ("ENOSPC", "EIO", "EDQUOT", "EROFS")
+"""The errors ``--faults`` injects at each mutating call (``strace -e inject``)."""
+
+
+class SaveExit(Exception):
+    """The save command exited non-zero (``exit status N: <stderr's last line>``)."""
+
+
+class LoadExit(Exception):
+    """The load command exited non-zero: it could not load."""
+
+
+class LoadOutput(Exception):
+    """The load command exited 0 but its output is not one JSON value."""
+
+
+def render_argv(template: str, **subs: str) -> list[str]:
+    """``template`` split like a shell, each ``{name}`` replaced inside every word.
+
+    Raises BadTarget when a placeholder of ``subs`` is missing or the template is
+    not splittable."""
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise BadTarget(f"command {template!r}: {exc}") from None
+    if not words:
+        raise BadTarget("an empty command")
+    for name in subs:
+        if not any("{" + name + "}" in w for w in words):
+            raise BadTarget(f"command {template!r} has no {{{name}}}")
+    out = []
+    for w in words:
+        for name, value in subs.items():
+            w = w.replace("{" + name + "}", value)
+        out.append(w)
+    return out
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    label: str,
+    timeout: float | None,
+    cwd: str,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` in its own process group; kill the group and raise
+    TargetTimeout after ``timeout`` seconds. A missing program is BadTarget."""
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise BadTarget(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise TargetTimeout(label, timeout or 0) from None
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def _tail(err: bytes) -> str:
+    lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return " ".join(lines[-1].split())[:200] if lines else ""
+
+
+def materialize(state: CrashState, model_root: str, real_root: str) -> None:
+    """Write the files and directories of ``state`` under ``model_root`` into the
+    (existing, empty) real directory ``real_root``."""
+    prefix = model_root.rstrip("/") + "/"
+    for d in sorted(state.dirs):
+        if d.startswith(prefix):
+            os.makedirs(real_root + "/" + d[len(prefix) :], exist_ok=True)
+    for path, blob in state.files:
+        if path.startswith(prefix):
+            real = real_root + "/" + path[len(prefix) :]
+            os.makedirs(os.path.dirname(real), exist_ok=True)
+            with open(real, "wb") as f:
+                f.write(blob)
+
+
+@dataclass(slots=True)
+class _Recorded:
+    """What one traced process did."""
+
+    proc: subprocess.CompletedProcess[bytes]
+    replay: StraceReplay
+
+
+class ExecRunner(Runner):
+    """Runs the save and load commands (see the module docstring); a
+    :class:`~crashpoint.scenarios._usertarget.Runner` so the document kind drives it
+    unchanged. No interception: the commands are other processes.
+
+    Args:
+        save, load: the command templates.
+        timeout: seconds one command may run (None: no limit).
+        trace_loads: run loads under strace too (reads for A5, writes for A3).
+
+    Attributes:
+        processes: commands run so far; ignored: paths left alone by the ignore rule;
+        untargeted: faults that could not be injected at their call.
+    """
+
+    mode = "exec"
+
+    def __init__(
+        self,
+        save: str,
+        load: str,
+        *,
+        base_dir: str = DOC_BASE,
+        timeout: float | None = None,
+        trace_loads: bool = True,
+    ) -> None:
+        super().__init__(lambda *a: None, base_dir, timeout=None)
+        render_argv(save, dir="D", value="V")
+        render_argv(load, dir="D")
+        self.save_cmd, self.load_cmd = save, load
+        self.exec_timeout = timeout
+        self.trace_loads = trace_loads
+        self.processes = 0
+        self.ignored: list[str] = []
+        self.untargeted: list[str] = []
+        self._escapes: list[str] = []
+        self._unsupported: list[str] = []
+        self._sources: dict[tuple[str, str], tuple[list[Source], dict[tuple[int, str], int]]] = {}
+        self.cwd = os.getcwd()
+        self._lock = threading.Lock()
+        self.last_sources: list[Source] = []
+
+    def __enter__(self) -> ExecRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def use(self, fs: Any) -> None:
+        return None
+
+    def build(self, fs: Any) -> ExecDocument:
+        doc = ExecDocument(self, fs)
+        self.last_sources = doc.sources
+        return doc
+
+    def escapes(self) -> list[str]:
+        return list(self._escapes)
+
+    def unsupported(self) -> list[str]:
+        return list(self._unsupported)
+
+    def note_unsupported(self, text: str) -> None:
+        with self._lock:
+            if text not in self._unsupported:
+                self._unsupported.append(text)
+
+    # --- processes ---------------------------------------------------------------
+    def run(
+        self,
+        argv: list[str],
+        fs: RecordingFileSystem,
+        *,
+        tmp: str,
+        real_root: str,
+        label: str,
+        traced: bool,
+        inject: str | None = None,
+        stdin: bytes | None = None,
+    ) -> _Recorded:
+        """Run ``argv`` (under strace when ``traced``), replaying its calls into ``fs``."""
+        with self._lock:
+            self.processes += 1
+        replay = StraceReplay(fs, real_root, self.base_dir, cwd=self.cwd)
+        if not traced:
+            proc = run_process(
+                argv, label=label, timeout=self.exec_timeout, cwd=self.cwd, stdin=stdin
+            )
+            return _Recorded(proc, replay)
+        log = os.path.join(tmp, "strace.log")
+        proc = run_process(
+            strace_argv(argv, log, inject=inject),
+            label=label,
+            timeout=self.exec_timeout,
+            cwd=self.cwd,
+            stdin=stdin,
+        )
+        try:
+            with open(log, encoding="utf-8", errors="surrogateescape") as f:
+                calls = parse_log(f.read())
+        except OSError:
+            raise BadTarget(f"strace wrote no log for {label}: {_tail(proc.stderr)}") from None
+        replay.feed(calls)
+        with self._lock:
+            for p in replay.ignored:
+                if p not in self.ignored:
+                    self.ignored.append(p)
+        return _Recorded(proc, replay)
+
+
+class ExecDocument:
+    """The document object the document kind builds: ``save(value)`` and ``load()``
+    run the commands on a real copy of ``fs``'s files and replay what they did."""
+
+    def __init__(self, runner: ExecRunner, fs: RecordingFileSystem) -> None:
+        self.runner = runner
+        self.fs = fs
+        self.sources: list[Source] = []
+
+    def _state(self) -> CrashState:
+        inner = self.fs.inner
+        assert isinstance(inner, MemoryFileSystem)
+        return inner.crash_state()
+
+    def save(self, value: Any) -> None:
+        runner, fs = self.runner, self.fs
+        text = json.dumps(value)
+        state = self._state()
+        key = (state.digest(), text)
+        inject = None
+        fault = fs.fault
+        if fault is not None and fault.at >= fs.op_count:
+            inject = self._target(fault, key, state, text)
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            root = os.path.join(tmp, "dir")
+            os.mkdir(root)
+            materialize(state, runner.base_dir, root)
+            value_path = os.path.join(tmp, "value.json")
+            with open(value_path, "w", encoding="utf-8") as f:
+                f.write(text)
+            argv = render_argv(runner.save_cmd, dir=root, value=value_path)
+            done = runner.run(
+                argv, fs, tmp=tmp, real_root=root, label="save", traced=True, inject=inject
+            )
+        rep = done.replay
+        self.sources += rep.sources
+        if inject is None:
+            runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
+        elif fault is not None and not any(
+            o.index == fault.at and o.errno is not None for o in fs.trace.ops
+        ):
+            runner.note_unsupported(
+                f"fault {fault_spec(fault)}: the injected call ({inject}) did not land on "
+                f"operation {fault.at}"
+            )
+        for e in rep.escapes:
+            if e not in runner._escapes:
+                runner._escapes.append(e)
+        for u in rep.unsupported:
+            runner.note_unsupported(u)
+        for m in rep.mismatched:
+            runner.note_unsupported(f"trace and model disagree: {m}")
+        if done.proc.returncode != 0:
+            raise SaveExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
+
+    def _target(
+        self, fault: Fault, key: tuple[str, str], state: CrashState, text: str
+    ) -> str | None:
+        """The ``-e inject`` expression hitting operation ``fault.at``, if it falls in
+        this save; None otherwise (and the fault disarmed when it cannot be targeted)."""
+        runner, fs = self.runner, self.fs
+        known = runner._sources.get(key)
+        if known is None:
+            probe = ExecDocument(runner, RecordingFileSystem(MemoryFileSystem(state)))
+            probe.save(json.loads(text))
+            known = runner._sources[key]
+        sources, counts = known
+        local = fault.at - fs.op_count
+        if local >= len(sources):
+            return None
+        src = sources[local]
+        why = ""
+        if fault.kind is not FaultKind.ERROR:
+            why = f"{fault.kind.value} cannot be injected through strace"
+        else:
+            others = [
+                p for (p, n), c in counts.items() if n == src.name and p != src.pid and c >= src.nth
+            ]
+            if others:
+                why = (
+                    f"strace counts {src.name} per tracee and {len(others)} other tracee(s) "
+                    f"made {src.nth} or more"
+                )
+        if why:
+            text_ = f"fault {fault_spec(fault)} at {src.name} could not be targeted: {why}"
+            runner.note_unsupported(text_)
+            with runner._lock:
+                runner.untargeted.append(text_)
+            fs.fault = None
+            return None
+        return f"{src.name}:error={errno_name(fault.errno)}:when={src.nth}"
+
+    def load(self) -> Any:
+        runner, fs = self.runner, self.fs
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            root = os.path.join(tmp, "dir")
+            os.mkdir(root)
+            materialize(self._state(), runner.base_dir, root)
+            argv = render_argv(runner.load_cmd, dir=root)
+            done = runner.run(
+                argv, fs, tmp=tmp, real_root=root, label="load", traced=runner.trace_loads
+            )
+        for r in done.replay.reads:
+            if fs.exists(r):
+                fs.read(r)  # the event the document kind's A5 looks for
+        if done.proc.returncode != 0:
+            raise LoadExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
+        try:
+            return json.loads(done.proc.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            shown = done.proc.stdout[:60].decode("utf-8", "replace")
+            raise LoadOutput(f"not one JSON value: {shown!r}") from None
+
+
+def exec_fault_plan(ops: Iterable[Any]) -> list[Fault]:
+    """Every exec fault: each errno of :data:`EXEC_FAULT_ERRNOS` at each mutating
+    operation (barriers included)."""
+    import errno
+
+    return [
+        Fault(op.index, getattr(errno, name))
+        for op in ops
+        if op.kind.mutating
+        for name in EXEC_FAULT_ERRNOS
+    ]
+
+
+class ExecDocumentKind(DocumentKind):
+    """The document kind over :class:`ExecRunner`: loads of crash states run in
+    parallel (``jobs`` processes at a time) as soon as a run is recorded; the
+    judging is :class:`DocumentKind`'s."""
+
+    def __init__(
+        self,
+        runner: ExecRunner,
+        *,
+        models: Sequence[PersistenceModel],
+        jobs: int = 1,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(runner, "--exec", values="json", seed=seed)
+        self.exec_runner = runner
+        self.models = list(models)
+        self.jobs = max(1, jobs)
+        self.sources: dict[int, list[Source]] = {}
+
+    def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
+        run = super()._record(workload, fault)
+        self.sources[id(run)] = list(self.exec_runner.last_sources)
+        end = len(run.ops)
+        only = None if fault is None else {fault.at + 1, end}
+        todo: dict[CrashState, None] = {}
+        for model in self.models:
+            for point in crash_points(model, run.initial, run.ops):
+                if only is not None and point.index not in only:
+                    continue
+                for s in point.states:
+                    if s not in self.observed:
+                        todo[s] = None
+        self.prefetch(list(todo))
+        return run
+
+    def prefetch(self, states: list[CrashState]) -> None:
+        """Observe ``states`` now, ``jobs`` load processes at a time."""
+        if not states:
+            return
+        if self.jobs == 1 or len(states) == 1:
+            for s in states:
+                self.observed[s] = self.observe(s)
+            return
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            for s, obs in zip(states, pool.map(self.observe, states), strict=True):
+                self.observed[s] = obs
+
+    def replay(
+        self, workload: DocWorkload, model: PersistenceModel, k: int, fault: Fault | None
+    ) -> str:
+        r = self.exec_runner
+        parts = [
+            f"crashpoint verify --exec --save {shlex.quote(r.save_cmd)} "
+            f"--load {shlex.quote(r.load_cmd)} --workload {workload.name}",
+            f"--model {model.name} --seed {self.seed}",
+        ]
+        if fault is not None:
+            parts.append(f"--fault {fault_spec(fault)}")
+        parts.append(f"--crash-point {k}")
+        return " ".join(parts)
+
+
+@dataclass(slots=True)
+class ExecFacts:
+    """What a report adds for ``--exec``: the ignore rule and what it ignored,
+    processes run, faults that could not be targeted."""
+
+    ignored_rule: str = IGNORED_RULE
+    ignored: list[str] = field(default_factory=list)
+    processes: int = 0
+    untargeted: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ignored_rule": self.ignored_rule,
+            "ignored": list(self.ignored[:50]),
+            "processes": self.processes,
+            "untargeted_faults": list(self.untargeted),
+        }
+
+
+def verify_exec(
+    save: str,
+    load: str,
+    *,
+    models: Sequence[PersistenceModel],
+    faults: bool = False,
+    workloads: Iterable[str] | None = None,
+    seed: int = 0,
+    examples: int = 20,
+    crash_point: int | None = None,
+    fault: Fault | None = None,
+    timeout: float | None = None,
+    jobs: int = 1,
+    shrink: bool = True,
+) -> tuple[Any, ExecFacts]:
+    """Verify a document storage given as commands (see the module docstring).
+
+    Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
+    a bad command; a clean save that fails), TargetTimeout, KeyError (an unknown
+    workload)."""
+    from ._verify import VerifyResult, _preflight, _verify_workload
+
+    reason = strace_available()
+    if reason is not None:
+        raise BadTarget(f"--exec needs strace: {reason}")
+    runner = ExecRunner(save, load, timeout=timeout)
+    names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
+    doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
+    doc.examples = examples
+    result = VerifyResult("--exec", "document", "exec", [m.name for m in models], seed=seed)
+    result.target = f"--exec --save {save!r} --load {load!r}"
+    doc.target = result.target
+    try:
+        _preflight(doc, runner, "--exec")
+    except BadTarget as exc:
+        raise BadTarget(str(exc).replace("target '--exec'", "the --save/--load commands")) from None
+    for wname in names:
+        for m in models:
+            if fault is not None:
+                r = explore_kind(
+                    doc,
+                    doc.workload(wname),
+                    model=m,
+                    target=doc.target,
+                    faults=[fault],
+                    crashes=False,
+                    crash_point=crash_point,
+                    fault_window=None,
+                    observed=doc.observed,
+                )
+            else:
+                r = _verify_workload(
+                    doc,
+                    wname,
+                    m,
+                    faults=False,
+                    examples=examples,
+                    crash_point=crash_point,
+                    fault=None,
+                    shrink=shrink,
+                    shrunk=result.shrunk,
+                )
+                if faults and wname.split(":", 1)[0] != "random":
+                    _merge(r, _faulted(doc, doc.workload(wname), m))
+            result.results.append(r)
+    result.leftover_ids = set(doc.leftovers)
+    result.leftovers = len(result.leftover_ids)
+    facts = ExecFacts(
+        ignored=list(runner.ignored), processes=runner.processes, untargeted=list(runner.untargeted)
+    )
+    return result, facts
+
+
+def _faulted(doc: ExecDocumentKind, workload: DocWorkload, model: PersistenceModel) -> EngineResult:
+    base = doc.record(workload, None)
+    plan = [f for f in exec_fault_plan(base.ops) if f not in doc.armed_faults(workload, base)]
+    return explore_kind(
+        doc,
+        workload,
+        model=model,
+        target=doc.target,
+        faults=plan,
+        crashes=False,
+        observed=doc.observed,
+    )
+
+
+def _merge(into: EngineResult, extra: EngineResult) -> None:
+    into.crash_points += extra.crash_points
+    into.raw_states += extra.raw_states
+    into.cut += extra.cut
+    into.state_ids |= extra.state_ids
+    into.faults += extra.faults
+    into.seconds += extra.seconds
+    into.check_seconds += extra.check_seconds
+    into.invariants = tuple(dict.fromkeys(into.invariants + extra.invariants))
+    into.counterexamples += extra.counterexamples
+    into.warnings += extra.warnings
+    for u in extra.unsupported:
+        if u not in into.unsupported:
+            into.unsupported.append(u)
+
+
+def check_exec_args(args: Any) -> None:
+    """The ``--exec`` flags of ``crashpoint verify``, checked. Raises ValueError (one
+    line) for a TARGET given with ``--exec``, a missing ``--save``/``--load``, a
+    placeholder missing, or an option that does not apply."""
+    if args.target:
+        raise ValueError("--exec takes no TARGET: give the commands with --save and --load")
+    if args.exec:
+        if args.kind != "state-storage":
+            raise ValueError("--exec CMD is the state-storage form: add --kind state-storage")
+        raise ValueError("--exec CMD --kind state-storage is not available yet")
+    if args.kind != "document":
+        raise ValueError("--exec --save/--load verifies a document store: drop --kind")
+    if not args.save or not args.load:
+        raise ValueError("--exec needs --save 'CMD {dir} {value}' and --load 'CMD {dir}'")
+    if args.values is not None:
+        raise ValueError("--values does not apply to --exec (values are JSON)")
+    try:
+        render_argv(args.save, dir="D", value="V")
+        render_argv(args.load, dir="D")
+    except BadTarget as exc:
+        raise ValueError(str(exc)) from None

@@ -1,0 +1,235 @@
+"""``crashpoint verify --exec`` (issue 13): programs recorded through strace.
+
+The parser and replay tests run everywhere (no strace needed). The tests marked
+``exec`` run real programs under strace (and node); they skip with the reason where
+either is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from crashpoint.faultfs import MemoryFileSystem, OpKind, RecordingFileSystem
+from crashpoint.faultfs._strace import StraceReplay, parse_log, strace_available
+from crashpoint.scenarios._document import DOC_BASE, DocumentKind
+from crashpoint.scenarios._exec import ExecDocumentKind, ExecRunner, verify_exec
+from crashpoint.scenarios._usertarget import make_runner
+from crashpoint.scenarios._verify import resolve_models
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXEC = os.path.join(ROOT, "examples", "exec")
+PY = sys.executable
+
+
+def _hex(text: str) -> str:
+    return "".join(f"\\x{b:02x}" for b in text.encode())
+
+
+def _need(*programs: str) -> None:
+    reason = strace_available()
+    if reason is not None:
+        pytest.skip(reason)
+    for p in programs:
+        if shutil.which(p) is None:
+            pytest.skip(f"{p} is not installed")
+
+
+# --- parsing and replay (no strace needed) -------------------------------------------
+
+
+def test_log_of_tmp_fsync_rename_dirfsync_replays_to_the_trace() -> None:
+    d, tmp, main = "/r/dir", "/r/dir/doc.json.tmp", "/r/dir/doc.json"
+    etc = "/etc/passwd"
+    log = "\n".join(
+        [
+            f'7 openat(-100<{_hex("/w")}>, "{_hex(tmp)}", 0x80241, 0666) = 21<{_hex(tmp)}>',
+            f'7 write(21<{_hex(tmp)}>, "{_hex("{}")}", 2 <unfinished ...>',
+            f'8 write(1<{_hex("pipe:[9]")}>, "{_hex("x")}", 1) = 1',
+            "7 <... write resumed>) = 2",
+            f"7 fsync(21<{_hex(tmp)}>) = 0",
+            f"7 close(21<{_hex(tmp)}>) = 0",
+            f'7 rename("{_hex(tmp)}", "{_hex(main)}") = 0',
+            f'7 openat(-100<{_hex("/w")}>, "{_hex(d)}", 0x90000) = 4<{_hex(d)}>',
+            f"7 fsync(4<{_hex(d)}>) = 0",
+            f'7 openat(-100<{_hex("/w")}>, "{_hex(etc)}", 0x241) = 5<{_hex(etc)}>',
+            f'7 unlink("{_hex("/r/dir/gone")}") = -1 ENOENT (No such file or directory)',
+            f"7 fallocate(4<{_hex(d)}>, 0, 0, 100) = 0",
+            "7 +++ exited with 0 +++",
+        ]
+    )
+    calls = parse_log(log)
+    assert [c.name for c in calls][:2] == ["openat", "write"]  # the pid 8 line is first
+    fs = RecordingFileSystem(MemoryFileSystem(dirs=("/m",)))
+    rep = StraceReplay(fs, "/r/dir", "/m", cwd="/w")
+    rep.feed(calls)
+    ops = [(o.kind, o.path, o.dst, o.data) for o in fs.trace.ops]
+    assert ops == [
+        (OpKind.CREATE, "/m/doc.json.tmp", None, b""),
+        (OpKind.WRITE, "/m/doc.json.tmp", None, b"{}"),
+        (OpKind.FSYNC, "/m/doc.json.tmp", None, b""),
+        (OpKind.RENAME, "/m/doc.json.tmp", "/m/doc.json", b""),
+        (OpKind.FSYNC_DIR, "/m", None, b""),
+    ]
+    assert rep.escapes == ["openat(/etc/passwd)"]
+    assert [u.split(" ")[0] for u in rep.unsupported] == ["fallocate"]
+
+
+def test_a_child_shares_its_parents_descriptor_after_fork() -> None:
+    f = "/r/dir/v.json"
+    log = "\n".join(
+        [
+            f'10 openat(-100<{_hex("/w")}>, "{_hex(f)}", 0x241, 0666) = 3<{_hex(f)}>',
+            f"10 dup2(3<{_hex(f)}>, 1) = 1<{_hex(f)}>",
+            "10 vfork( <unfinished ...>",
+            f'11 write(1<{_hex(f)}>, "{_hex("ab")}", 2) = 2',
+            "10 <... vfork resumed>) = 11",
+            f'10 write(1<{_hex(f)}>, "{_hex("c")}", 1) = 1',
+        ]
+    )
+    fs = RecordingFileSystem(MemoryFileSystem(dirs=("/m",)))
+    StraceReplay(fs, "/r/dir", "/m", cwd="/w").feed(parse_log(log))
+    assert [(o.kind, o.offset, o.data) for o in fs.trace.ops] == [
+        (OpKind.CREATE, 0, b""),
+        (OpKind.WRITE, 0, b"ab"),
+        (OpKind.WRITE, 2, b"c"),
+    ]
+
+
+# --- real programs -----------------------------------------------------------------
+
+ECHO = f"sh {EXEC}/echo_store.sh"
+NODE = f"node {EXEC}/atomic_store.js"
+
+
+def _verify(store: str, model: str, workloads: list[str], **kw: object):  # type: ignore[no-untyped-def]
+    return verify_exec(
+        f"{store} save {{dir}} {{value}}",
+        f"{store} load {{dir}}",
+        models=resolve_models(model),
+        workloads=workloads,
+        jobs=2,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.exec
+def test_echo_one_liner_fails_process_crash_with_a1() -> None:
+    _need("sh")
+    result, _ = _verify(ECHO, "process-crash", ["first-save"])
+    found = {(c.invariant, c.model, c.crash_point) for c in result.counterexamples}
+    # crash point 1: the file is created (truncated), its write not done: load prints nothing
+    assert ("A1", "process-crash", 1) in found
+    assert result.verdict == "violation"
+
+
+@pytest.mark.exec
+def test_node_tmp_fsync_rename_dirfsync_store_passes_every_model() -> None:
+    _need("node")
+    result, facts = _verify(NODE, "all", ["first-save", "resize"])
+    assert result.verdict == "clean", [c.render() for c in result.counterexamples[:1]]
+    assert all(r.distinct_states > 3 for r in result.results)
+    assert facts.processes > 10
+
+
+@pytest.mark.exec
+@pytest.mark.long
+def test_node_store_passes_every_fault() -> None:
+    _need("node")
+    result, facts = _verify(NODE, "process-crash,power-loss", ["first-save"], faults=True)
+    assert result.verdict == "clean", result.unsupported or result.counterexamples[:1]
+    assert sum(r.faults for r in result.results) >= 4 * 5
+    assert facts.untargeted == []
+
+
+@pytest.mark.exec
+def test_an_unsupported_syscall_is_reported_by_name() -> None:
+    _need()
+    code = (
+        "import os,sys; fd=os.open(sys.argv[1]+'/v.json', os.O_WRONLY|os.O_CREAT|os.O_TRUNC);"
+        "os.posix_fallocate(fd, 0, 4096); data=open(sys.argv[2],'rb').read();"
+        "os.write(fd, data); os.ftruncate(fd, len(data)); os.close(fd)"
+    )
+    load = "import json,sys; print(json.dumps(json.load(open(sys.argv[1]+'/v.json'))))"
+    result, _ = verify_exec(
+        f'{PY} -c "{code}" {{dir}} {{value}}',
+        f'{PY} -c "{load}" {{dir}}',
+        models=resolve_models("process-crash"),
+        workloads=["first-save"],
+    )
+    assert result.verdict == "incomplete"
+    assert any(u.startswith("fallocate") for u in result.unsupported)
+
+
+@pytest.mark.exec
+def test_a_write_outside_the_directory_is_s1(tmp_path: object) -> None:
+    _need("sh")
+    outside = os.path.join(str(tmp_path), "outside.txt")
+    script = f'read -r v < "$1"; echo "$v" > "$0/v.json"; echo x > {outside}'
+    result, _ = verify_exec(
+        f"sh -c '{script}' {{dir}} {{value}}",
+        f"{ECHO} load {{dir}}",
+        models=resolve_models("process-crash"),
+        workloads=["first-save"],
+    )
+    s1 = [c for c in result.counterexamples if c.invariant == "S1"]
+    assert s1 and outside in s1[0].got
+
+
+@pytest.mark.exec
+def test_recorded_trace_of_a_python_store_equals_its_intercepted_trace() -> None:
+    """Acceptance 4: the same store, run through --exec and intercepted in Python."""
+    _need()
+    sys.path.insert(0, os.path.join(ROOT, "examples", "stores"))
+    import jsonstore
+
+    store = f"{PY} {EXEC}/pystore.py JsonStore"
+    runner = ExecRunner(f"{store} save {{dir}} {{value}}", f"{store} load {{dir}}")
+    exec_kind = ExecDocumentKind(runner, models=[], jobs=1)
+    with make_runner(jsonstore.JsonStore, DOC_BASE) as py_runner:
+        py_kind = DocumentKind(py_runner, "jsonstore:JsonStore")
+        for name in ("first-save", "resize"):
+            recorded = exec_kind.record(exec_kind.workload(name), None)
+            intercepted = py_kind.record(py_kind.workload(name), None)
+
+            def ops(run):  # type: ignore[no-untyped-def]
+                return [(o.kind, o.path, o.dst, o.offset, o.data, o.size) for o in run.ops]
+
+            assert ops(recorded), name
+            assert ops(recorded) == ops(intercepted), name
+
+
+@pytest.mark.exec
+def test_cli_exit_codes(tmp_path: object) -> None:
+    _need("sh")
+    cli = [PY, "-m", "crashpoint", "verify", "--exec", "--out", str(tmp_path)]
+    one = subprocess.run(
+        [
+            *cli,
+            "--save",
+            f"{ECHO} save {{dir}} {{value}}",
+            "--load",
+            f"{ECHO} load {{dir}}",
+            "--workload",
+            "first-save",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert one.returncode == 1, one.stderr
+    bad = subprocess.run(
+        [*cli, "--save", f"{ECHO} save {{dir}}", "--load", f"{ECHO} load {{dir}}"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "{value}" in bad.stderr and "Traceback" not in bad.stderr
+    env = dict(os.environ, PATH="/nonexistent")
+    nostrace = subprocess.run(
+        [*cli, "--save", f"{ECHO} save {{dir}} {{value}}", "--load", f"{ECHO} load {{dir}}"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert nostrace.returncode == 2 and "strace" in nostrace.stderr
