@@ -39,7 +39,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -296,35 +296,64 @@ class ExecDocument:
         self.sources: list[Source] = []
 
     def _state(self) -> CrashState:
-        inner = self.fs.inner
-        assert isinstance(inner, MemoryFileSystem)
-        return inner.crash_state()
+        inner = getattr(self.fs, "inner", self.fs)
+        if isinstance(inner, MemoryFileSystem):
+            return inner.crash_state()
+        raise TypeError(f"--exec runs on the model's MemoryFileSystem, not {type(inner).__name__}")
 
     def save(self, value: Any) -> None:
-        runner, fs = self.runner, self.fs
+        runner = self.runner
         text = json.dumps(value)
+
+        def argv(tmp: str, root: str) -> list[str]:
+            value_path = os.path.join(tmp, "value.json")
+            with open(value_path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return render_argv(runner.save_cmd, dir=root, value=value_path)
+
+        done = self.traced("save", text, argv)
+        if done.proc.returncode != 0:
+            raise SaveExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
+
+    def traced(
+        self,
+        label: str,
+        key_text: str,
+        argv: Callable[[str, str], list[str]],
+        stdin: bytes | None = None,
+    ) -> _Recorded:
+        """Run the command ``argv(tmp, real_dir)`` under strace on a real copy of the
+        model's files and replay it into the model; with a fault armed in its span,
+        inject it at the call that made that operation. ``key_text`` identifies the
+        call (with the state it starts from) for fault targeting."""
+        runner, fs = self.runner, self.fs
         state = self._state()
-        key = (state.digest(), text)
+        key = (state.digest(), label + "\0" + key_text)
         inject = None
-        fault = fs.fault
-        if fault is not None and fault.at >= fs.op_count:
-            inject = self._target(fault, key, state, text)
+        fault: Fault | None = getattr(fs, "fault", None)
+        op_count = int(getattr(fs, "op_count", 0))
+        if fault is not None and fault.at >= op_count:
+            inject = self._target(fault, key, state, label, key_text, argv, stdin)
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
             os.mkdir(root)
             materialize(state, runner.base_dir, root)
-            value_path = os.path.join(tmp, "value.json")
-            with open(value_path, "w", encoding="utf-8") as f:
-                f.write(text)
-            argv = render_argv(runner.save_cmd, dir=root, value=value_path)
             done = runner.run(
-                argv, fs, tmp=tmp, real_root=root, label="save", traced=True, inject=inject
+                argv(tmp, root),
+                fs,
+                tmp=tmp,
+                real_root=root,
+                label=label,
+                traced=True,
+                inject=inject,
+                stdin=stdin,
             )
         rep = done.replay
         self.sources += rep.sources
         if inject is None:
-            runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
+            with runner._lock:
+                runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
         elif fault is not None and not any(
             o.index == fault.at and o.errno is not None for o in fs.trace.ops
         ):
@@ -332,29 +361,36 @@ class ExecDocument:
                 f"fault {fault_spec(fault)}: the injected call ({inject}) did not land on "
                 f"operation {fault.at}"
             )
-        for e in rep.escapes:
-            if e not in runner._escapes:
-                runner._escapes.append(e)
+        with runner._lock:
+            for e in rep.escapes:
+                if e not in runner._escapes:
+                    runner._escapes.append(e)
         for u in rep.unsupported:
             runner.note_unsupported(u)
         for m in rep.mismatched:
             runner.note_unsupported(f"trace and model disagree: {m}")
-        if done.proc.returncode != 0:
-            raise SaveExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
+        return done
 
     def _target(
-        self, fault: Fault, key: tuple[str, str], state: CrashState, text: str
+        self,
+        fault: Fault,
+        key: tuple[str, str],
+        state: CrashState,
+        label: str,
+        key_text: str,
+        argv: Callable[[str, str], list[str]],
+        stdin: bytes | None,
     ) -> str | None:
         """The ``-e inject`` expression hitting operation ``fault.at``, if it falls in
-        this save; None otherwise (and the fault disarmed when it cannot be targeted)."""
+        this call; None otherwise (and the fault disarmed when it cannot be targeted)."""
         runner, fs = self.runner, self.fs
         known = runner._sources.get(key)
         if known is None:
             probe = ExecDocument(runner, RecordingFileSystem(MemoryFileSystem(state)))
-            probe.save(json.loads(text))
+            probe.traced(label, key_text, argv, stdin)
             known = runner._sources[key]
         sources, counts = known
-        local = fault.at - fs.op_count
+        local = fault.at - int(getattr(fs, "op_count", 0))
         if local >= len(sources):
             return None
         src = sources[local]
@@ -371,11 +407,11 @@ class ExecDocument:
                     f"made {src.nth} or more"
                 )
         if why:
-            text_ = f"fault {fault_spec(fault)} at {src.name} could not be targeted: {why}"
-            runner.note_unsupported(text_)
+            note = f"fault {fault_spec(fault)} at {src.name} could not be targeted: {why}"
+            runner.note_unsupported(note)
             with runner._lock:
-                runner.untargeted.append(text_)
-            fs.fault = None
+                runner.untargeted.append(note)
+            fs.fault = None  # type: ignore[attr-defined]
             return None
         return f"{src.name}:error={errno_name(fault.errno)}:when={src.nth}"
 
