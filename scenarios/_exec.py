@@ -155,8 +155,10 @@ def _tail(err: bytes) -> str:
 
 def materialize(state: CrashState, model_root: str, real_root: str) -> None:
     """Write the files and directories of ``state`` under ``model_root`` into the
-    (existing, empty) real directory ``real_root``."""
+    real directory ``real_root`` (created when ``state`` has ``model_root``)."""
     prefix = model_root.rstrip("/") + "/"
+    if model_root in state.dirs:
+        os.makedirs(real_root, exist_ok=True)
     for d in sorted(state.dirs):
         if d.startswith(prefix):
             os.makedirs(real_root + "/" + d[len(prefix) :], exist_ok=True)
@@ -201,10 +203,16 @@ class ExecRunner(Runner):
         base_dir: str = DOC_BASE,
         timeout: float | None = None,
         trace_loads: bool = True,
+        storage: str | None = None,
     ) -> None:
         super().__init__(lambda *a: None, base_dir, timeout=None)
-        render_argv(save, dir="D", value="V")
-        render_argv(load, dir="D")
+        if storage is None:
+            render_argv(save, dir="D", value="V")
+            render_argv(load, dir="D")
+        else:
+            render_argv(storage, dir="D")
+        self.storage_cmd = storage or ""
+        self._plain: dict[tuple[str, str], tuple[int, bytes, bytes, bool]] = {}
         self.save_cmd, self.load_cmd = save, load
         self.exec_timeout = timeout
         self.trace_loads = trace_loads
@@ -337,7 +345,6 @@ class ExecDocument:
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
-            os.mkdir(root)
             materialize(state, runner.base_dir, root)
             done = runner.run(
                 argv(tmp, root),
@@ -420,7 +427,6 @@ class ExecDocument:
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
-            os.mkdir(root)
             materialize(self._state(), runner.base_dir, root)
             argv = render_argv(runner.load_cmd, dir=root)
             done = runner.run(
@@ -644,7 +650,15 @@ def check_exec_args(args: Any) -> None:
     if args.exec:
         if args.kind != "state-storage":
             raise ValueError("--exec CMD is the state-storage form: add --kind state-storage")
-        raise ValueError("--exec CMD --kind state-storage is not available yet")
+        if args.save or args.load:
+            raise ValueError("--save/--load are the document form: --exec CMD takes neither")
+        if args.faults or args.fault:
+            raise ValueError("faults are not available for --exec --kind state-storage yet")
+        try:
+            render_argv(args.exec, dir="D")
+        except BadTarget as exc:
+            raise ValueError(str(exc)) from None
+        return
     if args.kind != "document":
         raise ValueError("--exec --save/--load verifies a document store: drop --kind")
     if not args.save or not args.load:
@@ -656,3 +670,210 @@ def check_exec_args(args: Any) -> None:
         render_argv(args.load, dir="D")
     except BadTarget as exc:
         raise ValueError(str(exc)) from None
+
+
+# --- the state-storage kind ----------------------------------------------------------
+
+
+class ExecStateStorage:
+    """The six methods of SPEC.md §6, each one process of the command (a JSON request
+    on stdin, a JSON reply on stdout; see ``examples/exec/seed_storage.js``).
+
+    ``save``, ``delete``, ``mark_not_resumable`` and ``load_or_create`` run under
+    strace and are replayed into ``fs``. ``load`` and ``exists`` run plain, once per
+    distinct (files, request), and are re-run under strace only when they changed a
+    file. A reply ``{"ok": false, "code": C}`` raises ``StateError(C)``; a reply that
+    is not JSON raises ``StateError("state_corrupt")`` naming the call."""
+
+    def __init__(self, runner: ExecRunner, fs: Any, base_dir: str) -> None:
+        self._runner = runner
+        self._doc = ExecDocument(runner, fs)
+
+    def _request(self, op: str, session_id: str, state: Any = None) -> bytes:
+        req: dict[str, Any] = {"op": op, "sessionId": session_id}
+        if state is not None:
+            from ..core import encode
+
+            req["state"] = encode(state)
+        return json.dumps(req, sort_keys=True).encode()
+
+    def _call(self, op: str, session_id: str, state: Any = None) -> dict[str, Any]:
+        runner, doc = self._runner, self._doc
+        body = self._request(op, session_id, state)
+
+        def argv(tmp: str, root: str) -> list[str]:
+            return render_argv(runner.storage_cmd, dir=root)
+
+        if op in ("load", "exists"):
+            rc, out, err, wrote = self._plain(body, argv)
+            if wrote:
+                done = doc.traced(op, body.decode(), argv, body)
+                rc, out, err = done.proc.returncode, done.proc.stdout, done.proc.stderr
+        else:
+            done = doc.traced(op, body.decode(), argv, body)
+            rc, out, err = done.proc.returncode, done.proc.stdout, done.proc.stderr
+        return _reply(op, rc, out, err)
+
+    def _plain(
+        self, body: bytes, argv: Callable[[str, str], list[str]]
+    ) -> tuple[int, bytes, bytes, bool]:
+        runner = self._runner
+        state = self._doc._state()
+        key = (state.digest(), body.decode())
+        with runner._lock:
+            hit = runner._plain.get(key)
+        if hit is not None:
+            return hit
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            root = os.path.join(tmp, "dir")
+            materialize(state, runner.base_dir, root)
+            before = _snapshot(root)
+            with runner._lock:
+                runner.processes += 1
+            proc = run_process(
+                argv(tmp, root),
+                label="load",
+                timeout=runner.exec_timeout,
+                cwd=runner.cwd,
+                stdin=body,
+            )
+            wrote = _snapshot(root) != before
+        out = (proc.returncode, proc.stdout, proc.stderr, wrote)
+        with runner._lock:
+            runner._plain[key] = out
+        return out
+
+    # --- SPEC.md §6 -------------------------------------------------------------
+    def save(self, state: Any) -> None:
+        self._call("save", state.session_id, state)
+
+    def load(self, session_id: str) -> Any:
+        return _decoded(self._call("load", session_id))
+
+    def load_or_create(self, session_id: str, initial_metadata: Any = None) -> Any:
+        from ..core import AgentState
+
+        fresh = AgentState.new(session_id, dict(initial_metadata or {}))
+        return _decoded(self._call("load_or_create", session_id, fresh))
+
+    def delete(self, session_id: str) -> None:
+        self._call("delete", session_id)
+
+    def exists(self, session_id: str) -> bool:
+        return bool(self._call("exists", session_id).get("exists"))
+
+    def mark_not_resumable(self, session_id: str) -> None:
+        self._call("mark_not_resumable", session_id)
+
+
+def _snapshot(root: str) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    for dirpath, _dirs, filenames in os.walk(root):
+        out[dirpath] = None
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                out[path] = f.read()
+    return out
+
+
+def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
+    from ..core import ErrorCode, StateError
+
+    try:
+        reply = json.loads(out.decode("utf-8"))
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise ValueError("no boolean ok")
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StateError(
+            ErrorCode.STATE_CORRUPT,
+            f"{op}: the command's reply is not a protocol reply ({exc}); exit status {rc}: "
+            f"{_tail(err)}",
+        ) from None
+    if not reply["ok"]:
+        raise StateError(str(reply.get("code") or "internal"), str(reply.get("message") or op))
+    return reply
+
+
+def _decoded(reply: dict[str, Any]) -> Any:
+    from ..core import ErrorCode, StateError, decode
+
+    try:
+        return decode(reply.get("state"))
+    except StateError:
+        raise
+    except Exception as exc:
+        raise StateError(ErrorCode.STATE_CORRUPT, f"undecodable state in reply: {exc}") from None
+
+
+def verify_exec_state_storage(
+    command: str,
+    *,
+    models: Sequence[PersistenceModel],
+    workloads: Iterable[str] | None = None,
+    timeout: float | None = None,
+    jobs: int = 1,
+    reference_format: bool = False,
+    crash_point: int | None = None,
+) -> tuple[Any, ExecFacts]:
+    """Verify a state storage given as one command (:class:`ExecStateStorage`): the
+    storage workloads of the catalogue under each model with the agent-state checker
+    (one (workload, model) per thread, ``jobs`` at a time; reports in order) and the
+    conformance suite. The storage state machine is not run (a process per step).
+
+    Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace, a bad command,
+    a clean save that fails), TargetTimeout, KeyError (an unknown workload)."""
+    from ._conformance import (
+        _engine_result,
+        _preflight,
+        run_conformance,
+        selected_workloads,
+    )
+    from ._explore import explore
+    from ._targets import Target
+    from ._verify import VerifyResult
+    from ._workload import BASE_DIR
+
+    reason = strace_available()
+    if reason is not None:
+        raise BadTarget(f"--exec needs strace: {reason}")
+    runner = ExecRunner("", "", base_dir=BASE_DIR, timeout=timeout, storage=command)
+    name = f"--exec {command!r}"
+    tgt = Target(
+        name,
+        lambda fs, base: ExecStateStorage(runner, fs, base),
+        f"state storage run as processes: {command}",
+    )
+    chosen = selected_workloads(workloads, reference_format=reference_format)
+    result = VerifyResult(name, "state-storage", "exec", [m.name for m in models])
+    flags = " --format reference" if reference_format else ""
+    _preflight(tgt, runner, name)
+    tasks = [(w, m) for w in chosen for m in models]
+
+    def one(task: tuple[Any, PersistenceModel]) -> EngineResult:
+        w, m = task
+        r = _engine_result(explore(w, model=m, target=tgt, crash_point=crash_point), name, flags)
+        for c in r.counterexamples:
+            object.__setattr__(c, "replay", _state_storage_replay(command, c, flags))
+        return r
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        result.results = list(pool.map(one, tasks))
+    unsupported = runner.unsupported()
+    for r in result.results:
+        r.unsupported += [u for u in unsupported if u not in r.unsupported]
+    if crash_point is None:
+        failed = run_conformance(lambda fs: tgt(fs, BASE_DIR), reference_format=reference_format)
+        result.conformance = [
+            {"id": c.id, "check": c.name, "passed": why is None, "why": why} for c, why in failed
+        ]
+    facts = ExecFacts(ignored=list(runner.ignored), processes=runner.processes)
+    return result, facts
+
+
+def _state_storage_replay(command: str, c: Any, flags: str) -> str:
+    return (
+        f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} "
+        f"--workload {c.workload} --model {c.model} --crash-point {c.crash_point}"
+    )

@@ -41,6 +41,54 @@ function safeName(id) {
 
 const mainPath = (id) => path.join(base, safeName(id) + '.json');
 
+// SPEC.md §3: every tool call answered by exactly one later tool message; unanswered
+// calls only in the last batch, when awaiting approval (core/_pairing.py).
+function toolCallsPaired(messages, awaitingApproval) {
+  const pending = new Map();
+  const seen = new Set();
+  let lastBatch = -1;
+  messages.forEach((m, i) => {
+    if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length) {
+      lastBatch = i;
+      for (const c of m.toolCalls) {
+        if (seen.has(c.id)) pending.set(null, -2);
+        seen.add(c.id);
+        pending.set(c.id, i);
+      }
+    } else if (m.role === 'tool') {
+      if (m.toolCallId == null || !pending.has(m.toolCallId)) pending.set(null, -2);
+      else pending.delete(m.toolCallId);
+    }
+  });
+  if (pending.has(null)) return false;
+  if (pending.size === 0) return true;
+  if (!awaitingApproval) return false;
+  for (const i of pending.values()) if (i !== lastBatch) return false;
+  return messages.slice(lastBatch + 1).every((m) => m.role === 'tool');
+}
+
+function unansweredCalls(messages) {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length) {
+      const answered = new Set(messages.slice(i + 1).filter((x) => x.role === 'tool')
+        .map((x) => x.toolCallId));
+      return m.toolCalls.filter((c) => !answered.has(c.id));
+    }
+  }
+  return [];
+}
+
+function statePaired(state) {
+  const messages = (state.history && state.history.messages) || [];
+  const approval = state.pendingApproval;
+  if (approval == null) return toolCallsPaired(messages, false);
+  if (!toolCallsPaired(messages, true)) return false;
+  const want = (approval.toolCalls || []).map((c) => c.id);
+  const got = unansweredCalls(messages).map((c) => c.id);
+  return want.length === got.length && want.every((id, k) => id === got[k]);
+}
+
 function writeFile(p, text) {
   const fd = fs.openSync(p, 'w');
   try {
@@ -54,6 +102,7 @@ function writeFile(p, text) {
 
 function save(state) {
   const main = mainPath(state.sessionId);
+  if (!statePaired(state)) throw new StorageError('history_unpaired', 'unpaired tool calls');
   const tmp = main + '.tmp', bak = main + '.bak', ended = main + '.ended';
   try {
     fs.mkdirSync(base, { recursive: true });
