@@ -71,8 +71,9 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         nargs="?",
         const="",
         metavar="CMD",
-        help="verify a program in any language, recorded through strace: with --save and "
-        "--load (document kind)",
+        help="verify a program in any language, recorded through strace: --exec with --save "
+        "and --load (document kind), or --exec 'CMD {dir}' --kind state-storage (one JSON "
+        "request on stdin, one JSON reply on stdout)",
     )
     p.add_argument(
         "--save",
@@ -229,10 +230,23 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
     try:
-        if args.exec is not None:
-            from .scenarios._exec import verify_exec
+        if args.exec:
+            from .scenarios._exec import verify_exec_state_storage
 
             factory: Any = None
+            result, exec_facts = verify_exec_state_storage(
+                args.exec,
+                models=models,
+                workloads=args.workload,
+                timeout=args.timeout,
+                jobs=args.jobs or 1,
+                reference_format=args.format == "reference",
+                crash_point=args.crash_point,
+            )
+        elif args.exec is not None:
+            from .scenarios._exec import verify_exec
+
+            factory = None
             result, exec_facts = verify_exec(
                 args.save,
                 args.load,
