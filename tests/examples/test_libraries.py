@@ -247,3 +247,20 @@ def test_dotenv_set_key_renames_an_unsynced_file_over_the_env_file() -> None:
     assert any(".env" in f and f[".env"].strip(b"\0") == b"" for f in states)
     # .env absent: the rename did not survive; only the temporary copy (a leftover)
     assert any(".env" not in f for f in states)
+
+
+def test_configobj_a_power_cut_after_write_leaves_a_zero_filled_config() -> None:
+    """A1 and A2 under power-loss: write() returned (nothing fsynced); settings.ini
+    keeps its new size without its data, and ConfigObj raises on it."""
+    configobj = need("configobj")
+    s, result = verify("configobj_target.py:factory", workloads=["first-save"], model="power-loss")
+    zeros = []
+    for c in found(result, "A1", "power-loss"):
+        if "A2" not in c.broken:
+            continue
+        ini = crash_state(s, c)[0].get("settings.ini", b"")
+        if ini and ini.strip(b"\0") == b"":
+            zeros.append(ini)
+    assert zeros
+    with pytest.raises(configobj.ConfigObjError):
+        configobj.ConfigObj(zeros[0].decode("utf-8").splitlines())
