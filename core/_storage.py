@@ -51,21 +51,24 @@ class StateStorage(Protocol):
     def load(self, session_id: str) -> AgentState:
         """The session's snapshot. Raises session_not_found, state_corrupt,
         schema_version_unsupported, invalid_session_id, state_load_failed (an I/O
-        error reading a file: conditional, no bak fallback)."""
+        error reading a file: conditional, no bak fallback), session_id_collision
+        (the file holds another session's id, SPEC.md §4)."""
 
     def save(self, state: AgentState) -> None:
         """Persist ``state``. Raises invalid_session_id, history_unpaired,
-        message_empty_contents, state_save_failed (conditional)."""
+        message_empty_contents, session_id_collision, state_save_failed (conditional)."""
 
     def delete(self, session_id: str) -> None:
-        """Remove every file of the session. Raises invalid_session_id, state_save_failed."""
+        """Remove every file of the session. Raises invalid_session_id,
+        session_id_collision, state_save_failed."""
 
     def exists(self, session_id: str) -> bool:
         """True exactly when ``load`` would not raise session_not_found."""
 
     def mark_not_resumable(self, session_id: str) -> None:
         """Condemn the current snapshot: it will load with ``is_running=False`` and
-        no ``pending_run_checkpoint``. Raises state_save_failed."""
+        no ``pending_run_checkpoint``. Raises invalid_session_id, session_id_collision,
+        state_save_failed."""
 
     def load_or_create(
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
