@@ -233,3 +233,20 @@ def test_cli_exit_codes(tmp_path: object) -> None:
         env=env,
     )
     assert nostrace.returncode == 2 and "strace" in nostrace.stderr
+
+
+WFA = f"node {EXEC}/wfa_store.js"
+
+
+@pytest.mark.exec
+def test_write_file_atomic_control_loses_a_save_under_power_loss_only() -> None:
+    """npm write-file-atomic 5.0.1 (pinned): atomic under a process crash; it fsyncs the
+    temporary file but not the directory after the rename, so a power loss can take an
+    acknowledged save (A2) with the temporary file left behind."""
+    _need("node")
+    if not os.path.isdir(os.path.join(EXEC, "node_modules", "write-file-atomic")):
+        pytest.skip("write-file-atomic is not installed: npm ci --prefix examples/exec")
+    result, _ = _verify(WFA, "process-crash,power-loss", ["first-save"])
+    by_model = {r.model: {c.invariant for c in r.counterexamples} for r in result.results}
+    assert by_model["process-crash"] == set()
+    assert "A2" in by_model["power-loss"]
