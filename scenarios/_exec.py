@@ -176,6 +176,8 @@ class _Recorded:
 
     proc: subprocess.CompletedProcess[bytes]
     replay: StraceReplay
+    calls: list[Any] = field(default_factory=list)
+    real_root: str = ""
 
 
 class ExecRunner(Runner):
@@ -213,6 +215,9 @@ class ExecRunner(Runner):
             render_argv(storage, dir="D")
         self.storage_cmd = storage or ""
         self._plain: dict[tuple[str, str], tuple[int, bytes, bytes, bool]] = {}
+        self._recorded: dict[tuple[str, str], _Recorded] = {}
+        """Clean traced calls by (files, request): a re-run of the same call on the same
+        files (another model, a shrink, a replay) is replayed from its log."""
         self.save_cmd, self.load_cmd = save, load
         self.exec_timeout = timeout
         self.trace_loads = trace_loads
@@ -291,7 +296,7 @@ class ExecRunner(Runner):
             for p in replay.ignored:
                 if p not in self.ignored:
                     self.ignored.append(p)
-        return _Recorded(proc, replay)
+        return _Recorded(proc, replay, calls, real_root)
 
 
 class ExecDocument:
@@ -342,20 +347,30 @@ class ExecDocument:
         op_count = int(getattr(fs, "op_count", 0))
         if fault is not None and fault.at >= op_count:
             inject = self._target(fault, key, state, label, key_text, argv, stdin)
-        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
-            tmp = os.path.realpath(tmp)
-            root = os.path.join(tmp, "dir")
-            materialize(state, runner.base_dir, root)
-            done = runner.run(
-                argv(tmp, root),
-                fs,
-                tmp=tmp,
-                real_root=root,
-                label=label,
-                traced=True,
-                inject=inject,
-                stdin=stdin,
-            )
+        with runner._lock:
+            cached = runner._recorded.get(key) if inject is None else None
+        if cached is not None:
+            again = StraceReplay(fs, cached.real_root, runner.base_dir, cwd=runner.cwd)
+            again.feed(cached.calls)
+            done = _Recorded(cached.proc, again, cached.calls, cached.real_root)
+        else:
+            with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+                tmp = os.path.realpath(tmp)
+                root = os.path.join(tmp, "dir")
+                materialize(state, runner.base_dir, root)
+                done = runner.run(
+                    argv(tmp, root),
+                    fs,
+                    tmp=tmp,
+                    real_root=root,
+                    label=label,
+                    traced=True,
+                    inject=inject,
+                    stdin=stdin,
+                )
+            if inject is None:
+                with runner._lock:
+                    runner._recorded.setdefault(key, done)
         rep = done.replay
         self.sources += rep.sources
         if inject is None:
