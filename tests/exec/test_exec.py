@@ -15,7 +15,12 @@ import pytest
 from crashpoint.faultfs import MemoryFileSystem, OpKind, RecordingFileSystem
 from crashpoint.faultfs._strace import StraceReplay, parse_log, strace_available
 from crashpoint.scenarios._document import DOC_BASE, DocumentKind
-from crashpoint.scenarios._exec import ExecDocumentKind, ExecRunner, verify_exec
+from crashpoint.scenarios._exec import (
+    ExecDocumentKind,
+    ExecRunner,
+    verify_exec,
+    verify_exec_state_storage,
+)
 from crashpoint.scenarios._usertarget import make_runner
 from crashpoint.scenarios._verify import resolve_models
 
@@ -250,3 +255,51 @@ def test_write_file_atomic_control_loses_a_save_under_power_loss_only() -> None:
     by_model = {r.model: {c.invariant for c in r.counterexamples} for r in result.results}
     assert by_model["process-crash"] == set()
     assert "A2" in by_model["power-loss"]
+
+
+SEED = f"node {EXEC}/seed_storage.js {{dir}}"
+
+
+def _first(counterexamples: list, invariant: str) -> tuple[int, str, str]:  # type: ignore[type-arg]
+    """(crash point, operation name, its first path) of the earliest ``invariant`` finding."""
+    c = min((c for c in counterexamples if c.invariant == invariant), key=lambda c: c.crash_point)
+    op = getattr(c, "operation", "")
+    return c.crash_point, op.split("(", 1)[0], op.split("'")[1] if "'" in op else ""
+
+
+@pytest.mark.exec
+@pytest.mark.parametrize(
+    ("workload", "model", "invariant"),
+    [("stale-ended-marker", "process-crash", "E2"), ("two-quick-saves", "power-loss", "R1")],
+)
+def test_node_seed_port_gives_the_python_seeds_findings(
+    workload: str, model: str, invariant: str
+) -> None:
+    """Acceptance 1: one design, two languages, one verdict (invariants, model, and the
+    operation at the earliest crash point)."""
+    _need("node")
+    from crashpoint.scenarios._explore import explore
+    from crashpoint.scenarios._workload import SCENARIOS
+
+    python = explore(SCENARIOS[workload], model=model, target="seed")
+    node, _ = verify_exec_state_storage(
+        SEED, models=resolve_models(model), workloads=[workload], jobs=2, reference_format=True
+    )
+    assert node.unsupported == []
+    found = node.counterexamples
+    assert {c.invariant for c in found} == {v.invariant for v in python.violations}
+    assert invariant in {c.invariant for c in found}
+    assert _first(found, invariant) == _first(python.violations, invariant)
+
+
+@pytest.mark.exec
+def test_node_seed_port_passes_the_conformance_suite() -> None:
+    _need("node")
+    result, _ = verify_exec_state_storage(
+        SEED,
+        models=resolve_models("process-crash"),
+        workloads=["first-save"],
+        jobs=2,
+        reference_format=True,
+    )
+    assert result.conformance and result.failed_checks == []
