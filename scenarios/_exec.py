@@ -433,7 +433,7 @@ class ExecDocument:
             runner.note_unsupported(note)
             with runner._lock:
                 runner.untargeted.append(note)
-            fs.fault = None  # type: ignore[attr-defined]
+            fs.fault = None
             return None
         return f"{src.name}:error={errno_name(fault.errno)}:when={src.nth}"
 
