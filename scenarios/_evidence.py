@@ -129,7 +129,8 @@ def merged(data: bytes) -> bool:
         _, end = json.JSONDecoder().raw_decode(text.lstrip())
     except ValueError:
         return False
-    return bool(text.lstrip()[end:].strip())
+    rest = text.lstrip()[end:]
+    return bool(rest.strip()) and bool(rest.replace("\0", "").strip())  # zeros: torn, not merged
 
 
 def _file(name: str, data: bytes) -> EvidenceFile:

@@ -974,8 +974,8 @@ class _DocSearch(_Search):
                 raise KeyError(f"unknown document workload {user!r}; known: {known}, module:fn")
             from ._usertarget import load_factory
 
-            values = tuple(load_factory(user)())  # module:fn returning the values saved
-            chosen.append((DocWorkload(user, values), False))
+            saved = tuple(load_factory(user)())  # module:fn returning the values saved
+            chosen.append((DocWorkload(user, saved), False))
         elif user:
             names = [user, *[n for n in names if n != user]]
         chosen += [(self.doc.workload(n), False) for n in names]
@@ -1095,6 +1095,14 @@ def explain(
         from ._usertarget import load_factory
 
         factory: Any = target if builtin or not isinstance(target, str) else load_factory(target)
+        if not builtin:
+            from ._usertarget import target_mode
+
+            if target_mode(factory, name) != "protocol":
+                raise KeyError(
+                    f"--kind state-storage explains factory(fs, base_dir) targets; {name!r} "
+                    "takes base_dir only (give --kind document, or a protocol factory)"
+                )
         _, resolved = resolve(PROCESS_CRASH, factory)
         if isinstance(target, str) and not builtin:
             from ._targets import Target
@@ -1317,6 +1325,16 @@ def _match(
 # --- replays (what emitted tests call) ----------------------------------------------------
 
 
+def _state_target(target: str) -> Any:
+    """A built-in target's name as is; ``module:factory`` loaded (a protocol factory)."""
+    if target in ("reference", "seed") or target.startswith("mutant:") or ":" not in target:
+        return target
+    from ._targets import Target
+    from ._usertarget import load_factory
+
+    return Target(target, load_factory(target), "the user's target")
+
+
 def replay_state_storage(
     target: str, workload: str, model: str, k: int | None
 ) -> list[tuple[str, str]]:
@@ -1326,7 +1344,7 @@ def replay_state_storage(
     from ._explore import explore
 
     w = _user_state_workload(workload)
-    result = explore(w, model=model, target=target, crash_point=k)
+    result = explore(w, model=model, target=_state_target(target), crash_point=k)
     return [(v.invariant, v.state_digest) for v in result.violations if v.session_id == "s1"]
 
 
@@ -1364,7 +1382,7 @@ def load_evidence_files(
     if kind == "state-storage":
         from ._explore import resolve
 
-        _, t = resolve(PROCESS_CRASH, target)
+        _, t = resolve(PROCESS_CRASH, _state_target(target))
         load, findings = _StateSearch(t).load(ev, session)
     else:
         from ._document import DOC_BASE, DocumentKind

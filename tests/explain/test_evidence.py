@@ -198,3 +198,28 @@ def test_the_evidence_is_never_written(tmp_path: Path, capsys: pytest.CaptureFix
     code, _, err = run(capsys, str(ev), "--target", "seed", "--out", str(ev / "r"))
     assert code == 2 and "inside the evidence" in err
     assert snapshot(ev) == before
+
+
+@pytest.mark.parametrize(
+    ("data", "klass"),
+    [
+        (b"", "empty"),
+        (b"\0" * 100, "zero-filled"),
+        (b'{"a": 1}', "complete"),
+        (b'{"a": 1}tail of an older, longer value"}}', "merged"),
+        (b'{"a": 1}' + b"\0" * 50, "unreadable"),  # a zero-filled tail is torn, not merged
+        (b'{"a": ', "unreadable"),
+    ],
+)
+def test_file_classes(tmp_path: Path, data: bytes, klass: str) -> None:
+    (tmp_path / "doc.json").write_bytes(data)
+    f = load_evidence(str(tmp_path)).files["doc.json"]
+
+    def parses(b: bytes) -> bool:
+        try:
+            json.loads(b)
+        except ValueError:
+            return False
+        return True
+
+    assert f.klass(parses) == klass

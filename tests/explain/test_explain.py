@@ -273,3 +273,62 @@ def test_a_workload_named_is_searched_first_and_bad_input_is_exit_2(
         code, _, text = explain(capsys, tmp_path / "bad", ev, *args)
         assert code == 2 and text.startswith("crashpoint: error: ")
         assert len(text.strip().splitlines()) == 2 and "Traceback" not in text
+
+
+def test_a_read_path_finding_emits_a_test_that_rebuilds_the_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ev = tmp_path / "ev"
+    ev.mkdir()
+    (ev / "s1.json").write_bytes(b'{"schemaVersion": 3, "sessionId": "s1", "hist')
+    emitted = tmp_path / "test_read_path.py"
+    code, report, _ = explain(
+        capsys,
+        tmp_path / "r",
+        ev,
+        "--target",
+        "mutant:create-over-unreadable",
+        "--model",
+        "process-crash",
+        "--generated",
+        "0",
+        "--emit-test",
+        str(emitted),
+    )
+    assert code == 1 and [f["invariant"] for f in report["read_findings"]] == ["C1"]
+    assert "FILES = " in emitted.read_text()
+    assert run_emitted(emitted, None, monkeypatch) == ["test_load_of_the_evidence"]
+    assert run_emitted(emitted, "reference", monkeypatch) == []
+    assert (ev / "s1.json").read_bytes().endswith(b"hist")  # the evidence untouched
+
+
+def test_a_users_state_storage_factory_is_explained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "mystore.py"
+    module.write_text(
+        "from crashpoint.core import FileStateStorage\n\n"
+        "def unsynced(fs, base_dir):\n"
+        "    return FileStateStorage(fs, base_dir, sync='none', strict=False)\n\n"
+        "def synced(fs, base_dir):\n"
+        "    return FileStateStorage(fs, base_dir)\n"
+    )
+    emitted = tmp_path / "test_mine.py"
+    code, report, _ = explain(
+        capsys,
+        tmp_path / "r",
+        ZERO / "agent-state",
+        "--target",
+        f"{module}:unsynced",
+        "--kind",
+        "state-storage",
+        "--model",
+        "power-loss",
+        "--generated",
+        "0",
+        "--emit-test",
+        str(emitted),
+    )
+    assert code == 1 and "R1" in report["first_match"]["counted"]
+    assert run_emitted(emitted, None, monkeypatch)
+    assert run_emitted(emitted, f"{module}:synced", monkeypatch) == []
