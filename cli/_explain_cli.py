@@ -121,15 +121,15 @@ def _prepare(path: str, evidence: str) -> str:
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
+    from ._options import parse_models
     from .scenarios._evidence import EvidenceError, load_evidence
     from .scenarios._explain import emit_test, explain
     from .scenarios._usertarget import BadTarget, TargetTimeout
-    from .scenarios._verify import resolve_models
 
-    try:
-        models = resolve_models(args.model)
-    except KeyError as exc:
-        raise ExplainUsageError(str(exc.args[0])) from None
+    try:  # the parser explore uses: an empty name in a list is refused, 'all' stands alone
+        models = parse_models(args.model)
+    except ValueError as exc:
+        raise ExplainUsageError(str(exc)) from None
     try:
         evidence = load_evidence(args.evidence)
     except EvidenceError as exc:

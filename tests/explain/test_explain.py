@@ -267,6 +267,7 @@ def test_a_workload_named_is_searched_first_and_bad_input_is_exit_2(
         ("--target", "seed", "--workload", "nosuch"),
         ("--target", "seed", "--kind", "document"),
         ("--target", "seed", "--model", "sometimes"),
+        ("--target", "seed", "--model", "power-loss,,process-crash"),  # as explore
         ("--target", "seed", "--session", "../x"),
         ("--target", str(tmp_path / "missing.py") + ":f"),
     ):

@@ -284,6 +284,8 @@ def test_a_hanging_state_storage_is_stopped_and_named(
 def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for args in (
         ["--model", "nope"],
+        ["--model", "process-crash,,power-loss"],  # as explore: an empty name is refused
+        ["--model", "all,power-loss"],  # 'all' stands alone
         ["--faults", "--fault", "1:EIO"],
         ["--fault", "1:NOPE"],
         ["--timeout", "0"],
