@@ -48,13 +48,18 @@ import time
 import types
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ._descriptors import DescriptorTable, normalise
 from ._image import os_error
 from ._protocol import FileSystem
 
 __all__ = ["Interception", "intercept"]
+
+_T = TypeVar("_T")
+
+# ``io.text_encoding`` (3.10+): the encoding ``open()`` uses when none is given.
+_text_encoding: Callable[[str | None], str] = getattr(io, "text_encoding")  # noqa: B009
 
 _REAL_OPEN = io.open
 _BLKSIZE = 4096
@@ -108,7 +113,7 @@ class _SkipName(str):
     package or inside it, and not a target module".
     """
 
-    def startswith(self, prefix: Any, *args: Any) -> bool:  # type: ignore[override]
+    def startswith(self, prefix: Any, *args: Any) -> bool:
         if args or not isinstance(prefix, str):
             return str.startswith(self, prefix, *args)
         inside = prefix == self or prefix.startswith(str(self) + ".")
@@ -836,7 +841,7 @@ for _name in (*_REFUSED_OS, *_REFUSED_PROC):
         setattr(_FakeOs, _name, _refused(_name))
 
 
-def _real_fd(icpt: Interception, name: str, call: Callable[..., Any], fd: Any, *args: Any) -> Any:
+def _real_fd(icpt: Interception, name: str, call: Callable[..., _T], fd: Any, *args: Any) -> _T:
     """A descriptor the model did not hand out: standard streams pass through; any
     other real descriptor (a file opened before the patch) is refused with EBADF."""
     if fd in (0, 1, 2) or _from_harness():
@@ -979,7 +984,8 @@ class _FakePath:
         return self.abspath(path)
 
     def relpath(self, path: Any, start: Any = None) -> str:
-        return posixpath.relpath(self.abspath(path), self.abspath(start or self._i.cwd))
+        relative: str = posixpath.relpath(self.abspath(path), self.abspath(start or self._i.cwd))
+        return relative
 
 
 # =============================================================================
@@ -1056,23 +1062,23 @@ class _FakeFileIO(io.RawIOBase):
         return self._closefd
 
     def fileno(self) -> int:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._fd
 
     def readable(self) -> bool:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._readable
 
     def writable(self) -> bool:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._writable
 
     def seekable(self) -> bool:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return True
 
     def isatty(self) -> bool:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return False
 
     @property
@@ -1100,15 +1106,15 @@ class _FakeFileIO(io.RawIOBase):
         return self._i.os.write(self._fd, b)
 
     def seek(self, pos: int, whence: int = 0) -> int:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._i.os.lseek(self._fd, pos, whence)
 
     def tell(self) -> int:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._i.os.lseek(self._fd, 0, os.SEEK_CUR)
 
     def truncate(self, size: int | None = None) -> int:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         if not self._writable:
             raise io.UnsupportedOperation("File not open for writing")
         if size is None:
@@ -1211,7 +1217,7 @@ def _fake_open(
         if binary:
             return result
         wrapper = io.TextIOWrapper(
-            buffer, io.text_encoding(encoding), errors, newline, line_buffering
+            buffer, _text_encoding(encoding), errors, newline, line_buffering
         )
         result = wrapper
         wrapper.mode = mode  # type: ignore[misc]
@@ -1459,14 +1465,14 @@ def _patcher_class() -> type:
     hooks = ("_init_fake_module_classes", "_init_fake_module_functions", "_is_fs_function")
     missing = [h for h in hooks if not hasattr(Patcher, h)]
     if missing:  # pragma: no cover - a pyfakefs outside the pinned range
-        import pyfakefs
+        from importlib.metadata import version
 
         raise RuntimeError(
             f"crashpoint interception needs pyfakefs 6 (Patcher.{', '.join(missing)}); "
-            f"found pyfakefs {pyfakefs.__version__}"
+            f"found pyfakefs {version('pyfakefs')}"
         )
 
-    class InterceptPatcher(Patcher):  # type: ignore[misc]
+    class InterceptPatcher(Patcher):
         """pyfakefs's Patcher with crashpoint's fake modules instead of its own.
 
         Own class-level caches (pyfakefs keeps them per class), no known-package
