@@ -133,9 +133,7 @@ def _with_broken(
     same = (v.crash_point, v.state_digest, v.fault)
     entry["broken"] = list(
         dict.fromkeys(
-            w.invariant
-            for w in violations
-            if (w.crash_point, w.state_digest, w.fault) == same
+            w.invariant for w in violations if (w.crash_point, w.state_digest, w.fault) == same
         )
     )
     return entry
