@@ -1,145 +1,214 @@
-"""Exploration throughput: crash states checked per second, and the overhead ratio.
+"""Exploration throughput against its floor, and memory (issue 11).
 
-    python benchmarks/bench_explore.py [--model NAME|all] [--repeat N]
+    python benchmarks/bench_explore.py [--repeat N] [--saves N] [--rss-saves N]
 
-For each persistence model, in one run:
+Everything is measured in one process and one run (the peak RSS in a child process):
 
-* **explore**: the whole catalogue through ``explore()`` (record once, enumerate
-  crash states, deduplicate, reboot, load, judge): raw and distinct crash states,
-  wall time, distinct states per second;
-* **bare**: the same distinct crash states, already derived, only rebooted, loaded
-  and judged: the floor the harness cannot go below;
-* **ratio** = explore time / bare time (target ≤ 1.3).
+* **explore**: each storage scenario of the catalogue through ``explore()`` on the
+  ``reference`` target, per persistence model: wall seconds and distinct crash states
+  (states/s counts distinct crash states, never raw ones);
+* **floor**: the physical limit of the same work, on the same distinct crash states
+  (derived beforehand, each once): for each session, what ``load`` reads — the main
+  file, and the bak when main is absent or does not decode — read from the state,
+  parsed with ``json.loads`` and decoded with the project's own ``decode`` (load's
+  semantics); ratio = explore seconds / floor seconds (below 1 is possible where
+  explore dedupes per file);
+* **big**: a workload of ``--saves`` saves of a 1,000-message state (about 100 KB)
+  under power-loss: distinct states per second and its own floor ratio;
+* **codec**: ``decode`` of the 1,000-message state against ``json.loads`` of its bytes;
+* **peak RSS**: a child process exploring ``--rss-saves`` saves of 1,000 messages under
+  power-loss-reorder (``ru_maxrss``, MiB).
 
-With ``--enumerate``, only the persistence model's own work: the catalogue recorded
-once per target (reference and seed), then every crash point's states derived
-(``crash_points``), best of ``--repeat``: raw states, distinct states, cut, CPU
-seconds and raw states per CPU second per model and target (issue 9: a model change measured
-before and after in one sitting).
+Each figure is repeated ``--repeat`` times (default 5); the median of the per-run
+figures is printed with min and max. The last line is::
 
-Figures are printed, never asserted (timings belong to benchmarks, not tests).
+    states/s=N floor_ratio=R big_states/s=M peak_rss_mib=P
+
+(``states/s`` and ``floor_ratio``: storage scenarios under power-loss; ``big_states/s``:
+the 1,000-message workload under power-loss). Figures are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import resource
+import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Callable, Sequence
 
-from crashpoint.faultfs import MODELS, crash_points
+from crashpoint.core import decode, encode_bytes
+from crashpoint.faultfs import MODELS, CrashState, crash_points
 from crashpoint.scenarios import SCENARIOS, TARGETS, Workload, explore, record
-from crashpoint.scenarios._checkers import expectation, judge
-from crashpoint.scenarios._explore import _probe, _wanted
+from crashpoint.scenarios._catalogue import assistant, build_state, user
+from crashpoint.scenarios._workload import BASE_DIR, Session
+
+BIG_MESSAGES = 1000
 
 
-def bare(model_name: str, tag: str | None) -> tuple[int, float]:
-    """Reboot + load + judge every distinct crash state, derived beforehand: the same
-    per-state work explore() does (loads, C1 and V1 probes, the workload's own
-    resume probe and checks), without recording, enumeration or bookkeeping."""
-    target = TARGETS["reference"]
-    model = MODELS[model_name]
-    wanted = _wanted(None, faults=False)
-    jobs = []
-    for w in _workloads(tag):
-        rec = record(w, target)
-        seen = set()
-        for point in crash_points(model, rec.initial, rec.ops):
-            exps = {
-                sid: expectation(rec.calls, rec.expects.get(sid), sid, point.index)
-                for sid in rec.sessions
-            }
-            marks = rec.marks_before(point.index)
-            for st in point.states:
-                if st not in seen:
-                    seen.add(st)
-                    jobs.append((w, st, rec.sessions, exps, point.index, marks))
+def big_history(n: int = BIG_MESSAGES) -> list[object]:
+    """``n`` messages of about 100 bytes each, user and assistant in turn."""
+    return [
+        user(f"question {i}: " + "q" * 70) if i % 2 == 0 else assistant(f"answer {i}: " + "a" * 70)
+        for i in range(n)
+    ]
+
+
+def big_workload(saves: int) -> Workload:
+    """``saves`` saves of session ``s1``, each a state of 1,000 messages and more
+    (two messages added per save)."""
+
+    def run(s: Session) -> None:
+        history = big_history()
+        for i in range(saves):
+            history += [user(f"more {i}"), assistant(f"reply {i}")]
+            s.save(build_state(*history, running=i < saves - 1))  # type: ignore[arg-type]
+
+    return Workload(f"big-{saves}", f"{saves} saves of 1,000 messages", run)
+
+
+def storage_workloads() -> list[Workload]:
+    return [w for w in SCENARIOS.values() if "storage" in w.tags]
+
+
+def distinct_states(workload: Workload, model_name: str) -> tuple[list[CrashState], list[str]]:
+    """Every distinct crash state of ``workload`` under the model, and its sessions."""
+    rec = record(workload, TARGETS["reference"])
+    seen: dict[CrashState, None] = {}
+    for point in crash_points(MODELS[model_name], rec.initial, rec.ops):
+        seen.update(dict.fromkeys(point.states))
+    return list(seen), rec.sessions
+
+
+def _load_floor(state: CrashState, session_id: str) -> object:
+    """What load reads of one session in one state, with load's semantics: main, then
+    bak when main is absent or does not decode; read, json.loads, decode."""
+    main = f"{BASE_DIR}/{session_id}.json"
+    for path in (main, main + ".bak"):
+        data = state.file(path)
+        if data is None:
+            continue
+        try:
+            return decode(json.loads(data))
+        except Exception:
+            continue
+    return None
+
+
+def floor_seconds(jobs: Sequence[tuple[list[CrashState], list[str]]]) -> float:
     t0 = time.perf_counter()
-    for w, st, sessions, exps, k, marks in jobs:
-        obs, _c1, v1 = _probe(st, sessions, target, wanted)
-        for sid in sessions:
-            judge(obs[sid], exps[sid], v1=v1[sid])
-        if w.probe is not None and w.check is not None:
-            w.check(w.probe(st, target.factory), k, marks)
-    return len(jobs), time.perf_counter() - t0
+    for states, sessions in jobs:
+        for state in states:
+            for sid in sessions:
+                _load_floor(state, sid)
+    return time.perf_counter() - t0
 
 
-def _workloads(tag: str | None) -> list[Workload]:
-    return [w for w in SCENARIOS.values() if tag is None or tag in w.tags]
-
-
-def run(model_name: str, tag: str | None) -> dict[str, float]:
-    model = MODELS[model_name]
+def explore_seconds(workloads: Sequence[Workload], model_name: str) -> tuple[float, int]:
     t0 = time.perf_counter()
-    results = [explore(w, model=model, target=TARGETS["reference"]) for w in _workloads(tag)]
-    total = time.perf_counter() - t0
-    distinct = sum(r.distinct_states for r in results)
-    raw = sum(r.raw_states for r in results)
-    n_bare, t_bare = bare(model_name, tag)
-    return {
-        "raw": raw,
-        "distinct": distinct,
-        "explore_s": total,
-        "states_per_s": distinct / total,
-        "bare_states": n_bare,
-        "bare_s": t_bare,
-        "ratio": total / t_bare if t_bare else float("nan"),
-    }
+    results = [explore(w, model=model_name, target="reference") for w in workloads]
+    return time.perf_counter() - t0, sum(r.distinct_states for r in results)
 
 
-def enumerate_only(model_name: str, target: str, repeat: int) -> dict[str, float]:
-    """Derive every crash state of the catalogue's recordings (recorded beforehand)."""
-    model = MODELS[model_name]
-    recordings = [record(w, TARGETS[target]) for w in _workloads(None)]
-    best = float("inf")
-    raw = distinct = cut = 0
+def one_run(workloads: Sequence[Workload], model_name: str) -> tuple[float, float, int]:
+    """(explore seconds, floor seconds, distinct states) in one run."""
+    seconds, distinct = explore_seconds(workloads, model_name)
+    jobs = [distinct_states(w, model_name) for w in workloads]
+    n_floor = sum(len(s) for s, _ in jobs)
+    if n_floor != distinct:
+        print(f"  note: explore counted {distinct} distinct states, the floor {n_floor}")
+    return seconds, floor_seconds(jobs), distinct
+
+
+def spread(values: Sequence[float], fmt: str = "{:.0f}") -> str:
+    return (
+        f"{fmt.format(statistics.median(values))} "
+        f"(min {fmt.format(min(values))}, max {fmt.format(max(values))})"
+    )
+
+
+def codec_ratio(repeat: int) -> list[float]:
+    """decode(json.loads(b)) / json.loads(b) for the 1,000-message state, per run."""
+    data = encode_bytes(build_state(*big_history()))  # type: ignore[arg-type]
+    ratios = []
     for _ in range(repeat):
-        t0 = time.process_time()  # CPU time: steadier than wall time on a shared machine
-        raw = distinct = cut = 0
-        for rec in recordings:
-            seen = set()
-            for point in crash_points(model, rec.initial, rec.ops):
-                raw += len(point.states)
-                cut += point.cut
-                seen.update(point.states)
-            distinct += len(seen)
-        best = min(best, time.process_time() - t0)
-    return {"raw": raw, "distinct": distinct, "cut": cut, "s": best, "per_s": raw / best}
+        n = 20
+        t0 = time.perf_counter()
+        for _ in range(n):
+            json.loads(data)
+        t_json = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(n):
+            decode(json.loads(data))
+        ratios.append((time.perf_counter() - t0) / t_json)
+    return ratios
+
+
+def peak_rss_child(saves: int, model: str) -> float:
+    """Peak RSS (MiB) of a fresh process exploring the big workload."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--rss-child", str(saves), "--model", model],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return float(out[-1])
+
+
+def repeated(
+    fn: Callable[[], tuple[float, float, int]], repeat: int
+) -> list[tuple[float, float, int]]:
+    return [fn() for _ in range(repeat)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="all")
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per model")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--saves", type=int, default=8, help="saves of the big workload")
+    parser.add_argument("--rss-saves", type=int, default=64)
+    parser.add_argument("--rss-repeat", type=int, default=None)
+    parser.add_argument("--model", default="power-loss-reorder")
+    parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
-        "--tag", default=None, help="only workloads with this tag (storage, runtime)"
-    )
-    parser.add_argument(
-        "--enumerate", action="store_true", help="time crash-state derivation alone"
+        "--skip-storage", action="store_true", help="only the big workload, codec and RSS"
     )
     args = parser.parse_args()
-    names = list(MODELS) if args.model == "all" else [args.model]
-    if args.enumerate:
-        print(
-            f"{'model':20} {'target':10} {'raw':>8} {'distinct':>9} {'cut':>12} {'s':>8} "
-            f"{'raw/s':>10}"
-        )
-        for name in names:
-            for target in ("reference", "seed"):
-                r = enumerate_only(name, target, args.repeat)
-                print(
-                    f"{name:20} {target:10} {r['raw']:8.0f} {r['distinct']:9.0f} "
-                    f"{r['cut']:12.0f} {r['s']:8.3f} {r['per_s']:10.0f}"
-                )
+    if args.rss_child is not None:
+        explore(big_workload(args.rss_child), model=args.model, target="reference")
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return
+    workloads = storage_workloads()
+    print(f"{'model':20} {'distinct':>9} {'states/s':>28} {'explore/floor':>26}")
+    headline: dict[str, tuple[float, float]] = {}
+    for name in [] if args.skip_storage else list(MODELS):
+        runs = repeated(lambda name=name: one_run(workloads, name), args.repeat)  # type: ignore[misc]
+        rates = [d / e for e, _f, d in runs]
+        ratios = [e / f for e, f, _d in runs]
+        headline[name] = (statistics.median(rates), statistics.median(ratios))
+        print(f"{name:20} {runs[0][2]:9d} {spread(rates):>28} {spread(ratios, '{:.2f}'):>26}")
+    big = big_workload(args.saves)
+    runs = repeated(lambda: one_run([big], "power-loss"), args.repeat)
+    big_rates = [d / e for e, _f, d in runs]
+    big_ratios = [e / f for e, f, _d in runs]
     print(
-        f"{'model':20} {'raw':>8} {'distinct':>9} {'explore s':>10} {'states/s':>10} "
-        f"{'bare s':>8} {'ratio':>6}"
+        f"big ({args.saves} saves of {BIG_MESSAGES} messages, power-loss): {runs[0][2]} states, "
+        f"states/s {spread(big_rates)}, explore/floor {spread(big_ratios, '{:.2f}')}"
     )
-    for name in names:
-        best = min((run(name, args.tag) for _ in range(args.repeat)), key=lambda r: r["explore_s"])
-        print(
-            f"{name:20} {best['raw']:8.0f} {best['distinct']:9.0f} {best['explore_s']:10.3f} "
-            f"{best['states_per_s']:10.0f} {best['bare_s']:8.3f} {best['ratio']:6.2f}"
-        )
+    codec = codec_ratio(args.repeat)
+    print(f"codec decode / json.loads, {BIG_MESSAGES} messages: {spread(codec, '{:.2f}')}")
+    rss = [
+        peak_rss_child(args.rss_saves, args.model) for _ in range(args.rss_repeat or args.repeat)
+    ]
+    what = f"{args.rss_saves} saves of {BIG_MESSAGES} messages, {args.model}"
+    print(f"peak RSS, {what}: {spread(rss)} MiB")
+    rate, ratio = headline.get("power-loss", (math.nan, math.nan))
+    print(
+        f"states/s={rate:.0f} floor_ratio={ratio:.2f} "
+        f"big_states/s={statistics.median(big_rates):.0f} peak_rss_mib={statistics.median(rss):.0f}"
+    )
 
 
 if __name__ == "__main__":

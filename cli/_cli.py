@@ -196,7 +196,8 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs",
         type=_jobs,
         metavar="N",
-        help="worker processes (default: all cores); the report is the same for any N",
+        help="worker processes (default: 1 for a small run, all cores for a large one); "
+        "the report is the same for any N",
     )
     ex.add_argument(
         "--reorder-bound",
@@ -487,7 +488,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.zoo:
         return _zoo(args, workloads, models, out, jobs, console, err)
     from .reports import build_report, print_summary
-    from .scenarios._parallel import plan_tasks, run_tasks
+    from .scenarios._parallel import auto_jobs, plan_tasks, run_tasks
 
     tasks = plan_tasks(
         [w.name for w in workloads],
@@ -500,6 +501,8 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         shard=args.shard,
         reorder_bound=args.reorder_bound,
     )
+    if args.jobs is None:  # the default: 1 for a small run, all cores for a large one
+        jobs = auto_jobs(tasks, jobs)
     results = with_progress(tasks, jobs, run_tasks, err)
     report = build_report(results, model=args.model, target=target.name)
     details: dict[str, object] | None = None

@@ -36,6 +36,7 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -1019,11 +1020,40 @@ def encode_bytes(state: AgentState, *, persistence: bool = True) -> bytes:
     Raises:
         StateError: as :func:`encode`.
     """
-    obj = encode(state, persistence=persistence)
+    if not isinstance(state, AgentState):
+        raise TypeError(f"encode() needs an AgentState, got {type(state).__name__}")
+    return _fresh_stack(_encode_bytes, state, persistence)
+
+
+_CHECKED: dict[bytes, None] = {}
+"""Digests (blake2b, 16 bytes) of encodings whose document passed the decoder check."""
+_CHECKED_MAX: Final = 4096
+
+
+def _encode_bytes(state: AgentState, persistence: bool) -> bytes:
+    """:func:`encode_bytes`; the decoder check of the document runs once per distinct
+    encoding (issue 11: a harness encodes the same states over and over). Exact: the
+    decoder reads strings, numbers and booleans by ``isinstance``, and every other
+    value the document holds is a list or dict the encoder built (or copied with
+    :func:`_json_object`), so two documents with the same bytes get the same verdict;
+    the one place where a key is not checked by the encoder (systemReminders) skips
+    the cache unless every key is a plain str."""
+    obj = _Encoder(persistence).document(state)
     try:
-        text = _fresh_stack(
-            json.dumps, obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+            "utf-8"
         )
-    except ValueError as exc:  # pragma: no cover - encode checked it
-        raise _error(ErrorCode.JSON_INVALID, f"state cannot be serialized: {exc}", exc) from exc
-    return text.encode("utf-8")
+    except (ValueError, TypeError) as exc:  # lone surrogates, NaN, cycles, odd types
+        _decode_checked(obj)  # raises what decode raises on the document, as encode does
+        raise _error(  # pragma: no cover - the check rejects all of these
+            ErrorCode.JSON_INVALID, f"state cannot be serialized: {exc}", exc
+        ) from exc
+    plain = all(type(key) is str for key in obj["systemReminders"])
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    if not plain or digest not in _CHECKED:
+        _decode_checked(obj)
+        if plain:
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            _CHECKED[digest] = None
+    return data

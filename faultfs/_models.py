@@ -23,7 +23,7 @@ The power-loss family lives in :mod:`crashpoint.faultfs._power`.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
 from ._image import CrashState, Image
@@ -146,7 +146,11 @@ def effective(op: Op) -> bool:
 
 
 def crash_points(
-    model: PersistenceModel, initial: CrashState, ops: Sequence[Op]
+    model: PersistenceModel,
+    initial: CrashState,
+    ops: Sequence[Op],
+    *,
+    points: Container[int] | None = None,
 ) -> Iterator[CrashPoint]:
     """Every crash point of a trace, ``k = 0 .. len(ops)``, with its crash states.
 
@@ -166,6 +170,8 @@ def crash_points(
         model: the persistence model.
         initial: the durable disk the run started from.
         ops: the trace's mutating operations, ``ops[i].index == i``.
+        points: only the crash points ``k`` in it (the others' states are never
+            built; the same states as the whole enumeration gives at those points).
 
     Raises:
         ValueError: a bound of ``model`` is not positive, or (power-loss models) an
@@ -174,23 +180,26 @@ def crash_points(
     if model.volatile_data or model.reorder:
         from ._power import power_crash_points  # the power-loss family
 
-        yield from power_crash_points(model, initial, ops)
+        yield from power_crash_points(model, initial, ops, points=points)
         return
     if model.block_size < 1 or model.max_partial_writes < 2:
         raise ValueError(f"model {model.name!r} needs block_size >= 1 and max_partial_writes >= 2")
     image = Image.from_crash_state(initial)
-    state = image.crash_state()
+    state: CrashState | None = None  # image.crash_state(), built when first needed
     n = len(ops)
     for k in range(n + 1):
         op = ops[k] if k < n else None
-        if op is not None and op.kind is OpKind.WRITE and effective(op):
-            partial, cut = _partial_writes(model, image, state, op, k)
-            yield CrashPoint(k, op, partial, cut)
-        else:
-            yield CrashPoint(k, op, (state,))
+        if points is None or k in points:
+            if state is None:
+                state = image.crash_state()
+            if op is not None and op.kind is OpKind.WRITE and effective(op):
+                partial, cut = _partial_writes(model, image, state, op, k)
+                yield CrashPoint(k, op, partial, cut)
+            else:
+                yield CrashPoint(k, op, (state,))
         if op is not None and effective(op) and op.kind.mutating and not op.kind.barrier:
             image.apply(op)
-            state = image.crash_state()
+            state = None
 
 
 def _partial_writes(

@@ -78,7 +78,7 @@ import bisect
 import itertools
 import math
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from typing import NamedTuple
 
 from ._image import CrashState, Image
@@ -764,7 +764,11 @@ def _dirs_tuple(dirs: set[str]) -> tuple[str, ...]:
 
 
 def power_crash_points(
-    model: PersistenceModel, initial: CrashState, ops: Sequence[Op]
+    model: PersistenceModel,
+    initial: CrashState,
+    ops: Sequence[Op],
+    *,
+    points: Container[int] | None = None,
 ) -> Iterator[CrashPoint]:
     """Every crash point ``k = 0 .. len(ops)`` of a trace under a power-loss model.
 
@@ -776,6 +780,8 @@ def power_crash_points(
         ops: the trace's mutating operations in program order (failed ones are
             skipped, a short write's stored prefix counts, an ``fsync-lost`` fsync
             drops its inode's pending data).
+        points: only the crash points ``k`` in it (the others' states are never
+            enumerated; the operations are still replayed).
 
     Yields:
         One :class:`~crashpoint.faultfs.CrashPoint` per ``k``: distinct crash states
@@ -790,8 +796,9 @@ def power_crash_points(
     explorer = _Explorer(model, initial)
     n = len(ops)
     for k in range(n + 1):
-        states, cut = explorer.states()
-        yield CrashPoint(k, ops[k] if k < n else None, states, cut)
+        if points is None or k in points:
+            states, cut = explorer.states()
+            yield CrashPoint(k, ops[k] if k < n else None, states, cut)
         if k < n:
             explorer.step(ops[k])
 

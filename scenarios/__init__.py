@@ -5,14 +5,41 @@ every crash state, reboots each on a fresh filesystem with a fresh storage and
 checks the invariants of SPEC.md §8.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import _catalogue, _mutants, _runs  # noqa: F401  (register scenarios and mutants)
 from ._checkers import INVARIANTS, Invariant, Observation, judge
 from ._explore import SECRETS, ExplorationResult, Violation, explore, record
 from ._faults import explore_faults, fault_plan, parse_fault
-from ._machine import MACHINE_INVARIANTS, run_storage_machine, storage_state_machine
 from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
 from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
-from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
+
+if TYPE_CHECKING:
+    from ._machine import MACHINE_INVARIANTS, run_storage_machine, storage_state_machine
+    from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
+
+_LAZY = {
+    "MACHINE_INVARIANTS": "_machine",
+    "run_storage_machine": "_machine",
+    "storage_state_machine": "_machine",
+    "FAULT_COLUMN": "_zoo",
+    "ZooRow": "_zoo",
+    "kill_matrix": "_zoo",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # the state machine and the zoo, imported on first use: ``crashpoint explore``
+    # starts without them (issue 11)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BASE_DIR",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -377,7 +378,22 @@ def v1_required(state: CrashState, base_dir: str, session_id: str) -> bool:
         return True
 
 
+_CURRENT_FIRST = re.compile(rb'\{"schemaVersion":([0-9]{1,3})[,}]')
+
+
 def _future(data: bytes) -> bool:
+    """Whether ``data`` is a snapshot of a future version. Without a parse when the
+    document opens with ``{"schemaVersion":N`` (N at most current, as encode writes
+    it) and holds no other ``schemaVersion`` key, in any spelling (no ``\\u`` escape):
+    whatever the rest, peek_schema_version gives N or None, neither of them future."""
+    first = _CURRENT_FIRST.match(data)
+    if (
+        first is not None
+        and int(first.group(1)) <= CURRENT_VERSION
+        and data.count(b'"schemaVersion"') == 1
+        and b"\\u" not in data
+    ):
+        return False
     version = peek_schema_version(data)
     return version is not None and version > CURRENT_VERSION
 

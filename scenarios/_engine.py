@@ -382,12 +382,15 @@ def judged_crash_states(
     (when given), ``k == crash_point`` (when given), states in slice ``shard``.
     Counts every crash point yielded and its states cut by the model's bound into
     ``tally`` (never silently). Every kind's judging loop runs on this."""
-    for point in crash_points(model, initial, ops):
+    points: Collection[int] | None = None
+    if from_point > 0 or only is not None or crash_point is not None:
+        points = {
+            k
+            for k in range(from_point, len(ops) + 1)
+            if crash_point in (None, k) and (only is None or k in only)
+        }  # the other crash points' states are never built
+    for point in crash_points(model, initial, ops, points=points):
         k = point.index
-        if k < from_point or crash_point not in (None, k):
-            continue
-        if only is not None and k not in only:
-            continue
         states: Sequence[CrashState] = point.states
         if shard is not None:
             states = tuple(s for s in states if _in_shard(s, shard))

@@ -630,7 +630,7 @@ def _probe(
 
 
 def _state_after(recording: Recording, k: int) -> CrashState:
-    for point in crash_points(PROCESS_CRASH, recording.initial, recording.ops[:k]):
+    for point in crash_points(PROCESS_CRASH, recording.initial, recording.ops[:k], points=(k,)):
         if point.index == k:
             return point.states[0]
     raise ValueError(k)

@@ -37,6 +37,7 @@ __all__ = [
     "FAULTS_BY_OP",
     "FAULT_ERRNOS",
     "explore_faults",
+    "explore_faults_models",
     "fault_plan",
     "fault_spec",
     "parse_fault",
@@ -147,13 +148,44 @@ def explore_faults(
 
     Returns an :class:`ExplorationResult` whose ``faults`` counts the faulted runs.
     """
+    (result,) = explore_faults_models(
+        workload,
+        models=(model,),
+        target=target,
+        checker=checker,
+        faults=faults,
+        shard=shard,
+        crash_window=crash_window,
+    )
+    return result
+
+
+def explore_faults_models(
+    workload: Workload,
+    *,
+    models: Sequence[PersistenceModel | str],
+    target: Target | str | None = None,
+    checker: Iterable[Invariant | str] | None = None,
+    faults: Sequence[Fault] | None = None,
+    shard: tuple[int, int] | None = None,
+    crash_window: int | None = 1,
+) -> list[ExplorationResult]:
+    """:func:`explore_faults` under each of ``models``, recording each faulted run
+    once (a recording does not depend on the model): one result per model, in order,
+    each the same as ``explore_faults`` gives for that model."""
     started = time.perf_counter()
-    model, target = resolve(model, target)
+    resolved = [resolve(m, target) for m in models]
+    target = resolved[0][1]
     wanted = _wanted(checker, faults=True)
     base = record(workload, target)
     plan = list(faults) if faults is not None else fault_plan(base.ops)
-    result = new_result(workload, model, target, wanted, operations=len(base.ops), faults=len(plan))
-    chk = Checker(workload, model, target, wanted)
+    runs = [
+        (
+            new_result(workload, m, target, wanted, operations=len(base.ops), faults=len(plan)),
+            Checker(workload, m, target, wanted),
+        )
+        for m, _ in resolved
+    ]
     for fault in plan:
         rec = record(workload, target, fault=fault)
         extra = f" --fault {fault_spec(fault)}"
@@ -168,47 +200,52 @@ def explore_faults(
             and fault.at < len(rec.ops)
             and rec.ops[fault.at].errno is None
         )
-        if (
+        f1_hit = (
             hit is not None
             and not short_count
             and Invariant.F1 in wanted
             and (hit.error != "state_save_failed" or hit.retryability != "conditional")
-        ):
-            got = (
-                f"{hit.label} returned normally"
-                if hit.error is None
-                else f"{hit.label} raised {hit.error}"
-                + (f" ({hit.retryability})" if hit.retryability else "")
-            )
-            k = fault.at + 1
-            result.violations.append(
-                chk.violation(
-                    rec,
-                    Invariant.F1,
-                    k,
-                    _state_after(rec, k),
-                    hit.session_id,
-                    f"{hit.kind.value} raises state_save_failed (conditional) after "
-                    f"{fault.render()}",
-                    got,
-                    extra=extra,
-                )
-            )
+        )
         end = len(rec.ops)
         only = (
             None
             if crash_window is None
             else {*range(fault.at + 1, min(fault.at + 1 + crash_window, end + 1)), end}
         )
-        chk.check(
-            rec,
-            result,
-            from_point=fault.at + 1,
-            only=only,
-            shard=shard,
-            extra=extra,
-            end_invariant=None if short_count else Invariant.F1,
-        )
-    chk.finish(result)
-    result.seconds = time.perf_counter() - started
-    return result
+        for result, chk in runs:
+            if f1_hit:
+                assert hit is not None
+                got = (
+                    f"{hit.label} returned normally"
+                    if hit.error is None
+                    else f"{hit.label} raised {hit.error}"
+                    + (f" ({hit.retryability})" if hit.retryability else "")
+                )
+                k = fault.at + 1
+                result.violations.append(
+                    chk.violation(
+                        rec,
+                        Invariant.F1,
+                        k,
+                        _state_after(rec, k),
+                        hit.session_id,
+                        f"{hit.kind.value} raises state_save_failed (conditional) after "
+                        f"{fault.render()}",
+                        got,
+                        extra=extra,
+                    )
+                )
+            chk.check(
+                rec,
+                result,
+                from_point=fault.at + 1,
+                only=only,
+                shard=shard,
+                extra=extra,
+                end_invariant=None if short_count else Invariant.F1,
+            )
+    seconds = time.perf_counter() - started
+    for result, chk in runs:
+        chk.finish(result)
+        result.seconds = seconds / len(runs)
+    return [result for result, _ in runs]

@@ -1,7 +1,8 @@
 """Spreading an exploration over local cores (``crashpoint explore --jobs N``).
 
 The work is cut into tasks — one crash exploration per (workload, model), and
-the fault plan of each workload in slices — that run in a standard-library
+the fault plan of each workload in slices, each slice explored under every model
+from one recording of each faulted run — that run in a standard-library
 process pool and are merged back in a fixed order. The cut and the merge are the
 same whatever ``jobs`` is, so ``--jobs 2`` writes the same report as ``--jobs 1``.
 """
@@ -12,16 +13,28 @@ import dataclasses
 import os
 import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..faultfs import MODELS
 from ._explore import ExplorationResult, explore, record
-from ._faults import explore_faults, fault_plan, fault_spec, parse_fault
+from ._faults import explore_faults_models, fault_plan, fault_spec, parse_fault
 from ._targets import get_target
 from ._workload import SCENARIOS
 
-__all__ = ["FAULT_SLICE", "Task", "ignore_interrupts", "plan_tasks", "run_tasks", "stop_workers"]
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+__all__ = [
+    "FAULT_SLICE",
+    "SMALL_RUN",
+    "Task",
+    "auto_jobs",
+    "ignore_interrupts",
+    "plan_tasks",
+    "run_tasks",
+    "stop_workers",
+]
 
 FAULT_SLICE = 16
 """Faulted re-runs per task."""
@@ -37,6 +50,8 @@ class Task:
         crash_point: only this crash point.
         shard: only this slice of the crash-state space.
         reorder_bound: the model's ``reorder_bound`` (``--reorder-bound N``), or None.
+        models: a fault slice explored under each of these models (each faulted run
+            recorded once); empty: under ``model`` alone.
     """
 
     scenario: str
@@ -46,10 +61,16 @@ class Task:
     crash_point: int | None = None
     shard: tuple[int, int] | None = None
     reorder_bound: int | None = None
+    models: tuple[str, ...] = ()
 
     @property
     def group(self) -> tuple[str, str, bool]:
         return (self.scenario, self.model, self.faults is not None)
+
+    @property
+    def all_models(self) -> tuple[str, ...]:
+        """The models this task explores, in order."""
+        return self.models or (self.model,)
 
 
 def plan_tasks(
@@ -64,10 +85,12 @@ def plan_tasks(
     shard: tuple[int, int] | None = None,
     reorder_bound: int | None = None,
 ) -> list[Task]:
-    """The tasks of an exploration, in report order (per model, per scenario)."""
+    """The tasks of an exploration, in report order (per model, per scenario). The
+    fault slices of a scenario come once, at the first model, and carry every model
+    (``Task.models``): each faulted run is recorded once for all of them."""
     tasks: list[Task] = []
     plans: dict[str, list[str]] = {}
-    for model in models:
+    for position, model in enumerate(models):
         for name in scenarios:
             if crashes:
                 tasks.append(Task(name, model, target, None, crash_point, shard, reorder_bound))
@@ -75,7 +98,7 @@ def plan_tasks(
                 tasks.append(
                     Task(name, model, target, (only_fault,), crash_point, shard, reorder_bound)
                 )
-            elif faults:
+            elif faults and position == 0:
                 if name not in plans:
                     ops = record(SCENARIOS[name], get_target(target)).ops
                     plans[name] = [fault_spec(f) for f in fault_plan(ops)]
@@ -90,39 +113,57 @@ def plan_tasks(
                             crash_point,
                             shard,
                             reorder_bound,
+                            tuple(models) if len(models) > 1 else (),
                         )
                     )
     return tasks
 
 
-def run_task(task: Task) -> ExplorationResult:
-    """Run one task (in a worker process or in this one)."""
+def run_task(task: Task) -> list[ExplorationResult]:
+    """Run one task (in a worker process or in this one): one result per model of
+    ``task.all_models``."""
     workload = SCENARIOS[task.scenario]
-    model = MODELS[task.model]
+    models = [MODELS[name] for name in task.all_models]
     if task.reorder_bound is not None:
-        model = dataclasses.replace(model, reorder_bound=task.reorder_bound)
+        models = [dataclasses.replace(m, reorder_bound=task.reorder_bound) for m in models]
     target = get_target(task.target)
     if task.faults is None:
-        return explore(
-            workload, model=model, target=target, crash_point=task.crash_point, shard=task.shard
-        )
-    result = explore_faults(
+        return [
+            explore(
+                workload, model=m, target=target, crash_point=task.crash_point, shard=task.shard
+            )
+            for m in models
+        ]
+    results = explore_faults_models(
         workload,
-        model=model,
+        models=models,
         target=target,
         shard=task.shard,
         faults=[parse_fault(s) for s in task.faults],
     )
     if task.crash_point is not None:
-        result.violations = [v for v in result.violations if v.crash_point == task.crash_point]
-    return result
+        for result in results:
+            result.violations = [v for v in result.violations if v.crash_point == task.crash_point]
+    return results
 
 
 def _cost(task: Task) -> float:
     """A rough relative cost, for scheduling only."""
     runtime = "runtime" in SCENARIOS[task.scenario].tags
     base = 4.0 if runtime else 1.0
-    return base * (len(task.faults) if task.faults is not None else 1.5)
+    per_model = len(task.faults) if task.faults is not None else 1.5
+    return base * per_model * len(task.all_models)
+
+
+SMALL_RUN = 200.0
+"""A plan whose :func:`_cost` sums below this runs in this process by default: the
+pool's start-up (each worker imports the harness) costs more than it saves (issue 11:
+the default ``crashpoint explore`` sums to about 90)."""
+
+
+def auto_jobs(tasks: Sequence[Task], cores: int) -> int:
+    """The ``--jobs`` default for ``tasks``: 1 for a small run, ``cores`` for a large one."""
+    return 1 if sum(_cost(t) for t in tasks) < SMALL_RUN else cores
 
 
 def default_jobs() -> int:
@@ -171,12 +212,13 @@ def run_tasks(
 ) -> list[ExplorationResult]:
     """Run ``tasks`` on ``jobs`` processes; merge the parts of each exploration.
 
-    Returns one result per (scenario, model, crashes-or-faults), in task order.
+    Returns one result per (scenario, model, crashes-or-faults), ordered by model (in
+    the order the tasks name them), then scenario, crashes before faults.
     An exception here (``KeyboardInterrupt`` from Ctrl-C included) kills the worker
     processes before it propagates (:func:`stop_workers`).
     """
     if jobs <= 1 or len(tasks) <= 1:
-        parts = []
+        parts: list[list[ExplorationResult]] = []
         for i, t in enumerate(tasks):
             parts.append(run_task(t))
             if progress:
@@ -185,7 +227,9 @@ def run_tasks(
         # Longest first (fault slices of whole agent runs cost most), so no worker is
         # left with a big task at the end; results are put back in task order.
         order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
-        parts_by_index: dict[int, ExplorationResult] = {}
+        from concurrent.futures import ProcessPoolExecutor, as_completed  # only for a pool
+
+        parts_by_index: dict[int, list[ExplorationResult]] = {}
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=ignore_interrupts)
         try:
             futures = {pool.submit(run_task, tasks[i]): i for i in order}
@@ -199,9 +243,16 @@ def run_tasks(
         pool.shutdown(wait=True)
         parts = [parts_by_index[i] for i in range(len(tasks))]
     merged: dict[tuple[str, str, bool], ExplorationResult] = {}
-    for task, part in zip(tasks, parts, strict=False):
-        if task.group in merged:
-            merged[task.group].merge(part)
-        else:
-            merged[task.group] = part
-    return list(merged.values())
+    model_order: dict[str, int] = {}
+    scenario_order: dict[str, int] = {}
+    for task, results in zip(tasks, parts, strict=False):
+        scenario_order.setdefault(task.scenario, len(scenario_order))
+        for name, part in zip(task.all_models, results, strict=True):
+            model_order.setdefault(name, len(model_order))
+            group = (task.scenario, name, task.faults is not None)
+            if group in merged:
+                merged[group].merge(part)
+            else:
+                merged[group] = part
+    groups = sorted(merged, key=lambda g: (model_order[g[1]], scenario_order[g[0]], g[2]))
+    return [merged[g] for g in groups]
