@@ -96,8 +96,11 @@ def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int:
     """Run ``crashpoint explain``; returns the exit code (usage errors: one line, 2)."""
+    from ._options import hypothesis_scratch
+
     try:
-        return _run(args, console)
+        with hypothesis_scratch(args.out):  # nothing written outside --out
+            return _run(args, console)
     except ExplainUsageError as exc:
         err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False, emoji=False)
         err.print("see `crashpoint explain --help`", markup=False)

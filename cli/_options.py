@@ -8,15 +8,17 @@ the caller reports as a usage error (exit 2; pytest's ``UsageError`` in the plug
 * :func:`parse_shard` — ``K/N`` with 1 ≤ K ≤ N;
 * :func:`usable_cores`, :func:`cap_jobs` — ``--jobs`` never above the usable cores;
 * :func:`glue_dash_values` — ``--shard -1/2`` reaches the option's own check;
-* :class:`ProgressLine` — one progress line every few seconds when stderr is no terminal.
+* :class:`ProgressLine` — one progress line every few seconds when stderr is no terminal;
+* :func:`hypothesis_scratch` — hypothesis's caches kept out of the working directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -28,6 +30,7 @@ __all__ = [
     "ProgressLine",
     "cap_jobs",
     "glue_dash_values",
+    "hypothesis_scratch",
     "parse_models",
     "parse_shard",
     "usable_cores",
@@ -35,6 +38,35 @@ __all__ = [
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between two progress lines when standard error is not a terminal."""
+
+
+@contextlib.contextmanager
+def hypothesis_scratch(out: str) -> Iterator[None]:
+    """Point hypothesis's storage (its unicode tables and constants caches, by default
+    ``./.hypothesis``) at ``<out>/.hypothesis``, removed on exit when this run made it, so a
+    command writes nothing outside ``--out`` (``out``, a directory path); a set
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` is kept."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = os.path.join(out, ".hypothesis")
+    made = not os.path.lexists(home)
+    set_hypothesis_home_dir(home)
+    try:
+        yield
+    finally:  # back to hypothesis's own choice (the environment, else ./.hypothesis)
+        set_hypothesis_home_dir(None)
+        if made:  # bottom-up by full path (an audit hook sees each path whole)
+            for root, dirs, files in os.walk(home, topdown=False):
+                with contextlib.suppress(OSError):
+                    for name in files:
+                        os.remove(os.path.join(root, name))
+                    for name in dirs:
+                        os.rmdir(os.path.join(root, name))
+            with contextlib.suppress(OSError):
+                os.rmdir(home)
 
 
 def parse_models(spec: str) -> list[PersistenceModel]:

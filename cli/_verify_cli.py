@@ -185,8 +185,11 @@ def _baseline(path: str) -> set[tuple[str, str, str]]:
 
 def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
     """Run ``crashpoint verify``; returns the exit code (usage errors: one line, 2)."""
+    from ._options import hypothesis_scratch
+
     try:
-        return _run(args, console)
+        with hypothesis_scratch(args.out):  # nothing written outside --out
+            return _run(args, console)
     except VerifyUsageError as exc:
         err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False)
         err.print("see `crashpoint verify --help`", markup=False)

@@ -333,3 +333,26 @@ def test_a_users_state_storage_factory_is_explained(
     assert code == 1 and "R1" in report["first_match"]["counted"]
     assert run_emitted(emitted, None, monkeypatch)
     assert run_emitted(emitted, f"{module}:synced", monkeypatch) == []
+
+
+def test_the_command_line_leaves_no_hypothesis_directory_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    # Generated workloads draw with hypothesis, which caches under ./.hypothesis; a real
+    # `crashpoint explain` process must still write only into --out.
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    evidence = FIELD / "zero-length-main" / "agent-state"
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "crashpoint", "explain", str(evidence), "--target", "seed"),
+            *("--model", "power-loss", "--out", str(tmp_path / "out")),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["out"]

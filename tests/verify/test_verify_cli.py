@@ -414,3 +414,26 @@ def test_state_storage_mutant_fails_verify_through_the_cli(
         "crashpoint verify crashpoint.scenarios._mutants:DeleteMainFirst "
         "--kind state-storage --workload delete"
     )
+
+
+def test_the_command_line_leaves_no_hypothesis_directory_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    # Hypothesis caches its unicode tables and constants under ./.hypothesis; a real
+    # `crashpoint verify` process (hypothesis not yet set up, unlike in-process tests)
+    # must still write only into --out.
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "crashpoint", "verify", f"{STORE}:InPlaceJsonStore"),
+            *("--workload", "random", "--examples", "3", "--out", str(tmp_path / "out")),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["out"]
