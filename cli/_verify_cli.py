@@ -194,6 +194,13 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
         err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False)
         err.print("see `crashpoint verify --help`", markup=False)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the target's SystemExit (argparse is done) or odder
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        err.print(f"crashpoint: error: {args.target or 'the target'} raised {reason}", markup=False)
+        err.print("see `crashpoint verify --help`", markup=False)
+        return EXIT_USAGE
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:

@@ -437,3 +437,37 @@ def test_the_command_line_leaves_no_hypothesis_directory_in_the_working_director
     )
     assert proc.returncode == 1, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_a_target_raising_systemexit_or_a_baseexception_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The target's SystemExit is not crashpoint's own (--help) exit: before, `verify` left
+    # with the target's code and no word (7, 9), or a traceback for another BaseException.
+    target = tmp_path / "exits.py"
+    target.write_text(
+        textwrap.dedent(
+            """
+            def exits(base_dir):
+                raise SystemExit(7)
+
+            class LoadExits:
+                def __init__(self, base_dir):
+                    pass
+
+                def save(self, value):
+                    pass
+
+                def load(self):
+                    raise SystemExit(9)
+
+            def odd(base_dir):
+                raise BaseException("odd")
+            """
+        ),
+        encoding="utf-8",
+    )
+    for name in ("exits", "LoadExits", "odd"):
+        code, _, err = run(capsys, tmp_path / "out", f"{target}:{name}", "--kind", "document")
+        assert code == 2, name
+        assert err.startswith("crashpoint: error:") and "Traceback" not in err, name
