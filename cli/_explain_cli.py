@@ -105,6 +105,13 @@ def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int
         err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False, emoji=False)
         err.print("see `crashpoint explain --help`", markup=False)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the target's SystemExit (argparse is done) or odder
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        err.print(f"crashpoint: error: {args.target} raised {reason}", markup=False, emoji=False)
+        err.print("see `crashpoint explain --help`", markup=False)
+        return EXIT_USAGE
 
 
 def _prepare(path: str, evidence: str) -> str:

@@ -356,3 +356,28 @@ def test_the_command_line_leaves_no_hypothesis_directory_in_the_working_director
     )
     assert proc.returncode == 1, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_a_target_raising_systemexit_or_a_baseexception_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The target's SystemExit is not crashpoint's own exit: before, `explain` left with the
+    # target's code and no word (7, 9), or a traceback for another BaseException.
+    ev = tmp_path / "ev"
+    ev.mkdir()
+    (ev / "doc.json").write_text('{"a": 1}', encoding="utf-8")
+    target = tmp_path / "exits.py"
+    target.write_text(
+        "def exits(base_dir):\n    raise SystemExit(7)\n\n\n"
+        "class LoadExits:\n    def __init__(self, base_dir):\n        pass\n\n"
+        "    def save(self, value):\n        pass\n\n"
+        "    def load(self):\n        raise SystemExit(9)\n\n\n"
+        "def odd(base_dir):\n    raise BaseException('odd')\n",
+        encoding="utf-8",
+    )
+    for name in ("exits", "LoadExits", "odd"):
+        code, _, text = explain(
+            capsys, tmp_path / "out", ev, "--target", f"{target}:{name}", "--kind", "document"
+        )
+        assert code == 2, name
+        assert text.startswith("crashpoint: error: ") and "Traceback" not in text, name
