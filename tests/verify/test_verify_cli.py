@@ -471,3 +471,14 @@ def test_a_target_raising_systemexit_or_a_baseexception_is_one_line_and_exit_2(
         code, _, err = run(capsys, tmp_path / "out", f"{target}:{name}", "--kind", "document")
         assert code == 2, name
         assert err.startswith("crashpoint: error:") and "Traceback" not in err, name
+
+
+def test_a_crash_point_beyond_the_workload_is_exit_2_not_a_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # As `explore --crash-point` beyond the scenarios: a run that examined nothing is no pass.
+    args = (f"{STORE}:InPlaceJsonStore", "--workload", "first-save", "--crash-point")
+    code, _, err = run(capsys, tmp_path / "far", *args, "99999")
+    assert code == 2 and err.startswith("crashpoint: error:")
+    code, _, _ = run(capsys, tmp_path / "near", *args, "1")
+    assert code == 1  # the in-place store's torn first save, still found
