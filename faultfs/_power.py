@@ -385,13 +385,12 @@ def reorder_bound(model: PersistenceModel, pending: int) -> int:
     return pending  # pragma: no cover - 2**pending > the limit
 
 
-def reorder_cut(pending: int, after: int, bound: int) -> int:
+def reorder_cut(pending: int, bound: int) -> int:
     """Combinations of omitted pending operations a bound leaves out: of the
-    ``2**pending`` sets, those of at most ``bound`` operations are enumerated, and so
-    are the in-order prefixes (the sets made of the last ``k`` of the ``after``
-    operations issued since the last barrier, all pending)."""
+    ``2**pending`` sets, those of at most ``bound`` operations are enumerated. An
+    in-order prefix does not stand for the omission of the same operations: it also
+    loses the writes issued after them, an omission keeps them."""
     covered = sum(math.comb(pending, i) for i in range(bound + 1))
-    covered += max(0, after - bound)
     return (1 << pending) - covered
 
 
@@ -732,7 +731,7 @@ class _Explorer:
         cut = sum(f.count for f in frames) - len(frames)
         # combinations of omitted operations the bound left out, and (max_states)
         # the metadata choices not reached
-        left = reorder_cut(p, len(self.meta) - self.committed, bound) if bound < p else 0
+        left = reorder_cut(p, bound) if bound < p else 0
         if full:
             left += len(prefixes) + sum(math.comb(p, i) for i in range(1, bound + 1)) - reached
         else:
