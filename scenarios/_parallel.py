@@ -9,6 +9,7 @@ same whatever ``jobs`` is, so ``--jobs 2`` writes the same report as ``--jobs 1`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -190,6 +191,13 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     stderr setting "broken pool" on futures that ``map`` had already cancelled."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops it
     pending = getattr(pool, "_pending_work_items", None)
+    work_ids = getattr(pool, "_work_ids", None)
+    if work_ids is not None:
+        # Drain the queue of ids first: the manager thread looks each id it takes up in
+        # the pending table, and an id whose item was dropped is a KeyError traceback.
+        with contextlib.suppress(Exception):
+            while True:
+                work_ids.get_nowait()
     if isinstance(pending, dict):
         pending.clear()
     kill = getattr(pool, "kill_workers", None)
