@@ -505,6 +505,9 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         jobs = auto_jobs(tasks, jobs)
     results = with_progress(tasks, jobs, run_tasks, err)
     report = build_report(results, model=args.model, target=target.name)
+    examined_nothing = not report["totals"]["distinct_states"]
+    if examined_nothing:  # never a false green: a run that examined nothing says so
+        report["examined_nothing"] = True
     details: dict[str, object] | None = None
     if report["totals"]["violations"]:  # report.html's timelines and crash-state bytes
         from .scenarios._details import explore_recorder, report_details
@@ -514,6 +517,18 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
     if args.require_exhaustive and not report["exhaustive"]:
         code = EXIT_VIOLATION  # --require-exhaustive: a bound is a failure
+    if examined_nothing:
+        code = EXIT_VIOLATION
+        err.print(
+            "crashpoint: examined no crash state"
+            + (
+                f" (shard {args.shard[0]}/{args.shard[1]} holds none of this run's)"
+                if args.shard
+                else ""
+            )
+            + ": nothing was verified",
+            markup=False,
+        )
 
     def show() -> None:
         print_summary(report, console, counterexample=args.crash_point is None)

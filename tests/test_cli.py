@@ -466,3 +466,21 @@ def test_explore_accepts_a_plain_callable_as_target() -> None:
         target=lambda fs, base: FileStateStorage(fs, base, sync="none", ended_marker="legacy"),
     )
     assert len(same.violations) == len(result.violations)
+
+
+def test_a_run_that_examined_no_crash_state_is_not_a_pass(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # first-save has far fewer distinct crash states than 479 shards: most shards hold
+    # none, and a shard that examined nothing must not exit 0 (never a false green).
+    from crashpoint.scenarios import explore
+
+    held = {int(d, 16) % 479 + 1 for d in explore(SCENARIOS["first-save"]).state_ids}
+    empty = min(set(range(1, 480)) - held)
+    args = ["explore", "--scenario", "first-save", "--out", str(tmp_path)]
+    assert main([*args, "--shard", f"{empty}/479"]) == 1
+    assert "examined no crash state" in capsys.readouterr().err
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["totals"]["distinct_states"] == 0
+    assert report["examined_nothing"] is True
+    assert main([*args, "--shard", f"{min(held)}/479"]) == 0
