@@ -453,7 +453,7 @@ class ExecDocument:
         if done.proc.returncode != 0:
             raise LoadExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
         try:
-            return json.loads(done.proc.stdout.decode("utf-8"))
+            return json_value(done.proc.stdout)
         except (UnicodeDecodeError, ValueError):
             shown = done.proc.stdout[:60].decode("utf-8", "replace")
             raise LoadOutput(f"not one JSON value: {shown!r}") from None
@@ -892,3 +892,22 @@ def _state_storage_replay(command: str, c: Any, flags: str) -> str:
         f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} "
         f"--workload {c.workload} --model {c.model} --crash-point {c.crash_point}"
     )
+
+
+_EXACT = 2**53
+
+
+def _number(text: str) -> int | float:
+    value = int(text)
+    return value if -_EXACT <= value <= _EXACT else float(text)
+
+
+def json_value(data: bytes) -> Any:
+    """A load command's output as a value: JSON read as the other runtime wrote it.
+
+    An integer literal outside +-2**53 is read as the double it stands for (RFC 8259
+    §6: such numbers are interoperable only as IEEE 754 doubles), so a float that
+    JavaScript prints in integer form (``65921660319814140``) equals the float saved.
+    Raises ``UnicodeDecodeError`` or ``ValueError`` when the output is not one JSON value.
+    """
+    return json.loads(data.decode("utf-8"), parse_int=_number)

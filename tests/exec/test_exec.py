@@ -120,6 +120,16 @@ def _verify(store: str, model: str, workloads: list[str], **kw: object):  # type
     )
 
 
+def test_a_load_output_reads_numbers_as_the_other_runtime_wrote_them() -> None:
+    # JavaScript prints the double 6.592166031981414e16 as 65921660319814140; read back as
+    # a Python int it would not equal the float saved (a false A1 on a correct store).
+    from crashpoint.scenarios._exec import json_value
+
+    assert json_value(b"65921660319814140") == 6.592166031981414e16
+    assert json_value(b"[9007199254740992, -3]") == [2**53, -3]
+    assert isinstance(json_value(b"9007199254740993"), float)
+
+
 @pytest.mark.exec
 def test_echo_one_liner_fails_process_crash_with_a1() -> None:
     _need("sh")
