@@ -17,6 +17,8 @@ from typing import Any
 
 from rich.console import Console
 
+from ._options import int_option
+
 __all__ = ["add_explain_parser", "run_explain"]
 
 EXIT_OK, EXIT_AT_FAULT, EXIT_USAGE = 0, 1, 2
@@ -24,19 +26,6 @@ EXIT_OK, EXIT_AT_FAULT, EXIT_USAGE = 0, 1, 2
 
 class ExplainUsageError(Exception):
     """Bad input: one line, exit 2."""
-
-
-def _int(what: str, low: int) -> Any:
-    def parse(text: str) -> int:
-        text = text.strip()
-        if not (text.isascii() and text.lstrip("-").isdigit()):
-            raise argparse.ArgumentTypeError(f"{what} must be an integer, not {text!r}")
-        value = int(text)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{what} must be >= {low}, not {value}")
-        return value
-
-    return parse
 
 
 def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
@@ -83,10 +72,10 @@ def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--session", metavar="ID", help="the session id (default: from the file names)")
     p.add_argument("--emit-test", metavar="PATH", help="write a self-contained pytest file here")
-    p.add_argument("--seed", type=_int("--seed", 0), default=0, metavar="N", help="seed (0)")
+    p.add_argument("--seed", type=int_option("--seed", 0), default=0, metavar="N", help="seed (0)")
     p.add_argument(
         "--generated",
-        type=_int("--generated", 0),
+        type=int_option("--generated", 0),
         default=12,
         metavar="N",
         help="hypothesis-generated workloads to try (12)",

@@ -31,6 +31,7 @@ __all__ = [
     "cap_jobs",
     "glue_dash_values",
     "hypothesis_scratch",
+    "int_option",
     "parse_models",
     "parse_shard",
     "usable_cores",
@@ -38,6 +39,23 @@ __all__ = [
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between two progress lines when standard error is not a terminal."""
+
+
+def int_option(what: str, low: int) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer option ``what`` of at least ``low``: ASCII
+    digits only, one-line ``ArgumentTypeError`` otherwise."""
+    import argparse
+
+    def parse(text: str) -> int:
+        text = text.strip()
+        if not (text.isascii() and text.lstrip("-").isdigit()):
+            raise argparse.ArgumentTypeError(f"{what} must be an integer, not {text!r}")
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{what} must be >= {low}, not {value}")
+        return value
+
+    return parse
 
 
 @contextlib.contextmanager

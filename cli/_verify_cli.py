@@ -16,6 +16,8 @@ from typing import Any
 
 from rich.console import Console
 
+from ._options import int_option
+
 __all__ = ["add_verify_parser", "run_verify"]
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
@@ -23,19 +25,6 @@ EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 class VerifyUsageError(Exception):
     """Bad input or a bad target: one line, exit 2."""
-
-
-def _int(what: str, low: int) -> Any:
-    def parse(text: str) -> int:
-        text = text.strip()
-        if not (text.isascii() and text.lstrip("-").isdigit()):
-            raise argparse.ArgumentTypeError(f"{what} must be an integer, not {text!r}")
-        value = int(text)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{what} must be >= {low}, not {value}")
-        return value
-
-    return parse
 
 
 def _seconds(text: str) -> float:
@@ -127,7 +116,7 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--jobs",
-        type=_int("--jobs", 1),
+        type=int_option("--jobs", 1),
         metavar="N",
         help="worker processes (default 1): a document target runs one workload per "
         "process; the report is the same for any N",
@@ -141,13 +130,13 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         help="an earlier report.json: fail only on findings not in it",
     )
     p.add_argument(
-        "--crash-point", type=_int("--crash-point", 0), metavar="K", help="only crash point K"
+        "--crash-point", type=int_option("--crash-point", 0), metavar="K", help="only crash point K"
     )
     p.add_argument("--fault", metavar="K:NAME", help="only this fault (replay), e.g. 3:ENOSPC")
-    p.add_argument("--seed", type=_int("--seed", 0), default=0, metavar="N", help="seed (0)")
+    p.add_argument("--seed", type=int_option("--seed", 0), default=0, metavar="N", help="seed (0)")
     p.add_argument(
         "--examples",
-        type=_int("--examples", 1),
+        type=int_option("--examples", 1),
         default=20,
         metavar="N",
         help="hypothesis examples for the random workload (20)",
