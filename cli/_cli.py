@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, NoReturn
 from rich.console import Console
 
 from . import __version__
-from ._options import ProgressLine, cap_jobs, glue_dash_values, parse_models, parse_shard
+from ._options import (
+    ProgressLine,
+    cap_jobs,
+    glue_dash_values,
+    parse_models,
+    parse_shard,
+    prepare_out,
+)
 
 if TYPE_CHECKING:
     from .faultfs import Fault, FaultKind, Op, OpKind, PersistenceModel
@@ -379,27 +386,10 @@ def _fault_mismatch(fault: Fault, mutating: dict[str, list[Op]]) -> str:
 
 
 def _prepare_out(path: str) -> str:
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UsageError(f"--out {path!r} exists and is not a directory")
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
-    for name in ("report.json", "report.md"):
-        if os.path.isdir(os.path.join(path, name)):
-            raise UsageError(f"--out {path!r} holds a directory named {name}")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write to --out directory {path!r}: {_why_unwritable(path)}")
-    return path
-
-
-def _why_unwritable(path: str) -> str:
-    """A read-only filesystem (EROFS) is not a permission problem: say which it is."""
-    try:
-        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):  # pragma: no cover - no statvfs
-        read_only = False
-    return "it is on a read-only filesystem" if read_only else "permission denied"
+        return prepare_out(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _write_reports(

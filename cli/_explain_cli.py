@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import int_option
+from ._options import int_option, prepare_out
 
 __all__ = ["add_explain_parser", "run_explain"]
 
@@ -111,11 +111,9 @@ def _prepare(path: str, evidence: str) -> str:
     if os.path.isdir(ev) and (real == ev or real.startswith(ev + os.sep)):
         raise ExplainUsageError(f"--out {path!r} is inside the evidence: nothing is written there")
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        raise ExplainUsageError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ExplainUsageError(f"cannot write to --out directory {path!r}: permission denied")
+        prepare_out(path)
+    except ValueError as exc:
+        raise ExplainUsageError(str(exc)) from None
     return path
 
 

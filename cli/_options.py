@@ -34,11 +34,40 @@ __all__ = [
     "int_option",
     "parse_models",
     "parse_shard",
+    "prepare_out",
     "usable_cores",
 ]
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between two progress lines when standard error is not a terminal."""
+
+
+def prepare_out(path: str) -> str:
+    """Create the report directory ``path`` if needed and check it can take the reports.
+
+    Raises ``ValueError`` with a one-line reason: a file in the way, a directory that
+    cannot be created, a report name taken by a directory, no write access (a read-only
+    filesystem said as such, not as "permission denied")."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"--out {path!r} exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
+    for name in ("report.json", "report.md", "report.html"):
+        if os.path.isdir(os.path.join(path, name)):
+            raise ValueError(f"--out {path!r} holds a directory named {name}")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write to --out directory {path!r}: {_why_unwritable(path)}")
+    return path
+
+
+def _why_unwritable(path: str) -> str:
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # pragma: no cover - no statvfs
+        read_only = False
+    return "it is on a read-only filesystem" if read_only else "permission denied"
 
 
 def int_option(what: str, low: int) -> Callable[[str], int]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import int_option
+from ._options import int_option, prepare_out
 
 __all__ = ["add_verify_parser", "run_verify"]
 
@@ -145,15 +145,10 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _prepare_out(path: str) -> str:
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise VerifyUsageError(f"--out {path!r} exists and is not a directory")
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        raise VerifyUsageError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise VerifyUsageError(f"cannot write to --out directory {path!r}: permission denied")
-    return path
+        return prepare_out(path)
+    except ValueError as exc:
+        raise VerifyUsageError(str(exc)) from None
 
 
 def _baseline(path: str) -> set[tuple[str, str, str]]:
