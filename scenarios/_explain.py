@@ -24,6 +24,7 @@ evidence), else 0.
 
 from __future__ import annotations
 
+import abc
 import base64
 import contextlib
 import itertools
@@ -575,14 +576,15 @@ def _cause(
 # --- targets and searches ---------------------------------------------------------------
 
 
-class _Search:
+class _Search(abc.ABC):
     """One kind's side of the search: its workloads, runs, observation and judging."""
 
     kind = ""
     base = ""
 
-    def parses(self, data: bytes) -> bool:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def parses(self, data: bytes) -> bool:
+        """Whether ``data`` is a file this kind's load would accept as data."""
 
     def role(self, name: str, session: str) -> str | None:
         return name.rsplit("/", 1)[-1] if "/" not in name else name

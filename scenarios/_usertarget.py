@@ -15,6 +15,7 @@ naming the call).
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import importlib
 import importlib.util
@@ -152,7 +153,7 @@ def _intercept_function() -> Callable[..., Any] | None:
     return found if callable(found) else None
 
 
-class Runner:
+class Runner(abc.ABC):
     """Builds a target on a filesystem and calls it, under an optional time limit.
 
     While its ``with`` block runs, one interception (FAULT-MODEL.md §4) routes the
@@ -223,9 +224,9 @@ class Runner:
         if self._icpt is not None:
             self._icpt.switch(fs)
 
+    @abc.abstractmethod
     def build(self, fs: FileSystem) -> Any:
         """The target object on ``fs`` (the factory called, as a new process would)."""
-        raise NotImplementedError
 
     def escapes(self) -> list[str]:
         """Paths outside the base directory the target tried to change so far."""
