@@ -118,7 +118,8 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--jobs",
         type=int_option("--jobs", 1),
         metavar="N",
-        help="worker processes (default 1): a document target runs one workload per "
+        help="worker processes (default 1; with --exec, load processes at a time, default the "
+        "cores this process may use): a document target runs one workload per "
         "process; the report is the same for any N",
     )
     p.add_argument(
@@ -142,6 +143,15 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         help="hypothesis examples for the random workload (20)",
     )
     return p
+
+
+def _cores() -> int:
+    """The cores this process may use (the default ``--jobs`` of ``--exec``: its work
+    is other processes, so one load process per core)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _prepare_out(path: str) -> str:
@@ -234,9 +244,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 models=models,
                 workloads=args.workload,
                 timeout=args.timeout,
-                jobs=args.jobs or 1,
+                jobs=args.jobs or _cores(),
                 reference_format=args.format == "reference",
                 crash_point=args.crash_point,
+                faults=args.faults,
+                fault=fault,
             )
         elif args.exec is not None:
             from .scenarios._exec import verify_exec
@@ -253,7 +265,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 crash_point=args.crash_point,
                 fault=fault,
                 timeout=args.timeout,
-                jobs=args.jobs or 1,
+                jobs=args.jobs or _cores(),
             )
         else:
             factory = load_factory(args.target)
@@ -338,11 +350,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         )
     console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}", markup=False)
     if exec_facts is not None:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))
         console.print(
-            f"exec: {exec_facts.processes} processes; ignored by rule "
+            f"exec: {exec_facts.processes} processes ({kinds}); ignored by rule "
             f"({exec_facts.ignored_rule}): {len(exec_facts.ignored)} path(s)",
             markup=False,
         )
+        for note in exec_facts.untargeted:
+            console.print(f"not injected: {note}", markup=False)
     for check in result.failed_checks:
         console.print(
             f"conformance {check['id']} failed: {check['check']}: {check['why']}", markup=False

@@ -229,6 +229,11 @@ class ExecRunner(Runner):
         self._sources: dict[tuple[str, str], tuple[list[Source], dict[tuple[int, str], int]]] = {}
         self.cwd = os.getcwd()
         self._lock = threading.Lock()
+        self.batch = False
+        """The storage command answers a JSON array of requests (:meth:`detect_batch`)."""
+        self.counts: dict[str, int] = {}
+        """Processes run, by kind: ``load`` (one read-only request), ``load batch``
+        (the read-only requests of one crash state), ``traced`` (under strace)."""
         self.last_sources: list[Source] = []
 
     def __enter__(self) -> ExecRunner:
@@ -256,6 +261,99 @@ class ExecRunner(Runner):
             if text not in self._unsupported:
                 self._unsupported.append(text)
 
+    # --- read-only calls, plain and batched -------------------------------------------
+    def plain_call(self, state: CrashState, body: bytes) -> tuple[int, bytes, bytes, bool]:
+        """Run the storage command once on a fresh real copy of ``state`` with the
+        request ``body`` on stdin, not traced: ``(exit status, stdout, stderr, wrote)``,
+        ``wrote`` when it changed a file or directory (contents, identity or times).
+        Cached per (state digest, request): the same image gives the same reply."""
+        key = (state.digest(), body.decode())
+        with self._lock:
+            hit = self._plain.get(key)
+        if hit is not None:
+            return hit
+        out = self._spawn_plain(state, body)
+        with self._lock:
+            self._plain[key] = out
+            self.counts["load"] = self.counts.get("load", 0) + 1
+        return out
+
+    def _spawn_plain(self, state: CrashState, stdin: bytes) -> tuple[int, bytes, bytes, bool]:
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            root = os.path.join(tmp, "dir")
+            materialize(state, self.base_dir, root)
+            before = _snapshot(root)
+            with self._lock:
+                self.processes += 1
+            proc = run_process(
+                render_argv(self.storage_cmd, dir=root),
+                label="load",
+                timeout=self.exec_timeout,
+                cwd=self.cwd,
+                stdin=stdin,
+            )
+            wrote = _snapshot(root) != before
+        return proc.returncode, proc.stdout, proc.stderr, wrote
+
+    def detect_batch(self) -> bool:
+        """Whether the storage command answers a JSON array of requests with an array
+        of replies (one per request, in order): two loads on an empty directory.
+        Sets :attr:`batch`; one process."""
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            root = os.path.join(tmp, "dir")
+            os.makedirs(root)
+            with self._lock:
+                self.processes += 1
+            proc = run_process(
+                render_argv(self.storage_cmd, dir=root),
+                label="load",
+                timeout=self.exec_timeout,
+                cwd=self.cwd,
+                stdin=b'[{"op": "load", "sessionId": "a"}, {"op": "load", "sessionId": "b"}]',
+            )
+        self.batch = _replies(proc.stdout, 2) is not None
+        return self.batch
+
+    def prefetch_loads(self, wanted: dict[CrashState, list[bytes]], jobs: int) -> None:
+        """Answer the read-only requests ``wanted[state]`` now, ``jobs`` processes at a
+        time: one fresh process per distinct state when the command takes a batch
+        (:meth:`detect_batch`), else one per (state, request). A batch that changed a
+        file, or whose reply is not one reply per request, is not kept: those requests
+        run one by one when asked (:meth:`plain_call`)."""
+        todo: list[tuple[CrashState, list[bytes]]] = []
+        for state, bodies in wanted.items():
+            digest = state.digest()
+            with self._lock:
+                left = [b for b in dict.fromkeys(bodies) if (digest, b.decode()) not in self._plain]
+            if left:
+                todo.append((state, left))
+        if not todo:
+            return
+
+        def one(item: tuple[CrashState, list[bytes]]) -> None:
+            state, bodies = item
+            if not self.batch or len(bodies) == 1:
+                for b in bodies:
+                    self.plain_call(state, b)
+                return
+            rc, out, err, wrote = self._spawn_plain(state, b"[" + b", ".join(bodies) + b"]")
+            with self._lock:
+                self.counts["load batch"] = self.counts.get("load batch", 0) + 1
+            replies = None if wrote else _replies(out, len(bodies))
+            if replies is None:
+                for b in bodies:
+                    self.plain_call(state, b)
+                return
+            digest = state.digest()
+            with self._lock:
+                for b, reply in zip(bodies, replies, strict=True):
+                    self._plain.setdefault((digest, b.decode()), (rc, reply, err, False))
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(one, todo))
+
     # --- processes ---------------------------------------------------------------
     def run(
         self,
@@ -272,6 +370,8 @@ class ExecRunner(Runner):
         """Run ``argv`` (under strace when ``traced``), replaying its calls into ``fs``."""
         with self._lock:
             self.processes += 1
+            kind = "traced" if traced else "plain"
+            self.counts[kind] = self.counts.get(kind, 0) + 1
         replay = StraceReplay(fs, real_root, self.base_dir, cwd=self.cwd)
         if not traced:
             proc = run_process(
@@ -537,18 +637,23 @@ class ExecDocumentKind(DocumentKind):
 @dataclass(slots=True)
 class ExecFacts:
     """What a report adds for ``--exec``: the ignore rule and what it ignored,
-    processes run, faults that could not be targeted."""
+    processes run (``counts``: by kind, see :attr:`ExecRunner.counts`), whether loads
+    were batched per crash state, faults that could not be targeted."""
 
     ignored_rule: str = IGNORED_RULE
     ignored: list[str] = field(default_factory=list)
     processes: int = 0
     untargeted: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    batch: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ignored_rule": self.ignored_rule,
             "ignored": list(self.ignored[:50]),
             "processes": self.processes,
+            "process_kinds": dict(sorted(self.counts.items())),
+            "batched_loads": self.batch,
             "untargeted_faults": list(self.untargeted),
         }
 
@@ -667,8 +772,6 @@ def check_exec_args(args: Any) -> None:
             raise ValueError("--exec CMD is the state-storage form: add --kind state-storage")
         if args.save or args.load:
             raise ValueError("--save/--load are the document form: --exec CMD takes neither")
-        if args.faults or args.fault:
-            raise ValueError("faults are not available for --exec --kind state-storage yet")
         try:
             render_argv(args.exec, dir="D")
         except BadTarget as exc:
@@ -720,7 +823,7 @@ class ExecStateStorage:
             return render_argv(runner.storage_cmd, dir=root)
 
         if op in ("load", "exists"):
-            rc, out, err, wrote = self._plain(body, argv)
+            rc, out, err, wrote = runner.plain_call(doc._state(), body)
             if wrote:
                 done = doc.traced(op, body.decode(), argv, body)
                 rc, out, err = done.proc.returncode, done.proc.stdout, done.proc.stderr
@@ -728,36 +831,6 @@ class ExecStateStorage:
             done = doc.traced(op, body.decode(), argv, body)
             rc, out, err = done.proc.returncode, done.proc.stdout, done.proc.stderr
         return _reply(op, rc, out, err)
-
-    def _plain(
-        self, body: bytes, argv: Callable[[str, str], list[str]]
-    ) -> tuple[int, bytes, bytes, bool]:
-        runner = self._runner
-        state = self._doc._state()
-        key = (state.digest(), body.decode())
-        with runner._lock:
-            hit = runner._plain.get(key)
-        if hit is not None:
-            return hit
-        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
-            tmp = os.path.realpath(tmp)
-            root = os.path.join(tmp, "dir")
-            materialize(state, runner.base_dir, root)
-            before = _snapshot(root)
-            with runner._lock:
-                runner.processes += 1
-            proc = run_process(
-                argv(tmp, root),
-                label="load",
-                timeout=runner.exec_timeout,
-                cwd=runner.cwd,
-                stdin=body,
-            )
-            wrote = _snapshot(root) != before
-        out = (proc.returncode, proc.stdout, proc.stderr, wrote)
-        with runner._lock:
-            runner._plain[key] = out
-        return out
 
     # --- SPEC.md §6 -------------------------------------------------------------
     def save(self, state: Any) -> None:
@@ -782,15 +855,34 @@ class ExecStateStorage:
         self._call("mark_not_resumable", session_id)
 
 
-def _snapshot(root: str) -> dict[str, bytes | None]:
-    out: dict[str, bytes | None] = {}
+def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
+    """Every directory and file under ``root``: identity, size and times (a rewrite of
+    the same bytes, a rename over a file, a touch show), and each file's bytes."""
+    out: dict[str, tuple[int, ...] | bytes] = {}
     for dirpath, _dirs, filenames in os.walk(root):
-        out[dirpath] = None
+        st = os.stat(dirpath)
+        out[dirpath] = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
         for name in filenames:
             path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            out[path + "\0stat"] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             with open(path, "rb") as f:
                 out[path] = f.read()
     return out
+
+
+def _replies(out: bytes, n: int) -> list[bytes] | None:
+    """A batch reply split into ``n`` protocol replies (each as JSON bytes), or None
+    when ``out`` is not a JSON array of ``n`` objects with a boolean ``ok``."""
+    try:
+        replies = json.loads(out.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(replies, list) or len(replies) != n:
+        return None
+    if not all(isinstance(r, dict) and isinstance(r.get("ok"), bool) for r in replies):
+        return None
+    return [json.dumps(r).encode() for r in replies]
 
 
 def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
@@ -831,11 +923,26 @@ def verify_exec_state_storage(
     jobs: int = 1,
     reference_format: bool = False,
     crash_point: int | None = None,
+    faults: bool = False,
+    fault: Fault | None = None,
 ) -> tuple[Any, ExecFacts]:
     """Verify a state storage given as one command (:class:`ExecStateStorage`): the
-    storage workloads of the catalogue under each model with the agent-state checker
-    (one (workload, model) per thread, ``jobs`` at a time; reports in order) and the
-    conformance suite. The storage state machine is not run (a process per step).
+    storage workloads of the catalogue under each model with the agent-state checker,
+    and the conformance suite (once). The storage state machine is not run (a
+    process per step).
+
+    Each workload is recorded once (its calls traced; every model explores the same
+    recording). Before judging, the distinct crash states of every workload under
+    every model are loaded ``jobs`` processes at a time, each state once whatever the
+    models and workloads that reach it (:meth:`ExecRunner.prefetch_loads`: one fresh
+    process per state when the command takes a batch of requests); judging then reads
+    those replies, so the findings are the ones a process per (state, call) gives.
+
+    ``faults``: also re-run each workload with each error of
+    :data:`EXEC_FAULT_ERRNOS` injected at each mutating call (``strace -e inject``),
+    explored under every model from one recording per fault; ``fault``: only that
+    fault (a replay; no crash-only exploration). A fault that cannot be aimed at its
+    call is listed in ``ExecFacts.untargeted`` and makes the verdict incomplete.
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace, a bad command,
     a clean save that fails), TargetTimeout, KeyError (an unknown workload)."""
@@ -846,6 +953,7 @@ def verify_exec_state_storage(
         selected_workloads,
     )
     from ._explore import explore
+    from ._faults import explore_faults_models
     from ._targets import Target
     from ._verify import VerifyResult
     from ._workload import BASE_DIR
@@ -864,33 +972,121 @@ def verify_exec_state_storage(
     result = VerifyResult(name, "state-storage", "exec", [m.name for m in models])
     flags = " --format reference" if reference_format else ""
     _preflight(tgt, runner, name)
-    tasks = [(w, m) for w in chosen for m in models]
+    runner.detect_batch()
+    jobs = max(1, jobs)
 
-    def one(task: tuple[Any, PersistenceModel]) -> EngineResult:
+    def crashes(task: tuple[Any, PersistenceModel]) -> EngineResult:
         w, m = task
         r = _engine_result(explore(w, model=m, target=tgt, crash_point=crash_point), name, flags)
         for c in r.counterexamples:
             object.__setattr__(c, "replay", _state_storage_replay(command, c, flags))
         return r
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        result.results = list(pool.map(one, tasks))
+    def faulted(w: Any) -> list[EngineResult]:
+        if fault is not None:
+            plan = [fault]
+        else:
+            from ._explore import record
+
+            plan = exec_fault_plan(record(w, tgt).ops)
+        out = []
+        for r in explore_faults_models(w, models=models, target=tgt, faults=plan):
+            e = _engine_result(r, name, flags)
+            for c in e.counterexamples:
+                object.__setattr__(c, "replay", _state_storage_replay(command, c, flags))
+            out.append(e)
+        return out
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        crash_results: dict[tuple[str, str], EngineResult] = {}
+        if fault is None:
+            _prefetch(runner, tgt, chosen, models, crash_point, pool, jobs)
+            tasks = [(w, m) for w in chosen for m in models]
+            for (w, m), r in zip(tasks, pool.map(crashes, tasks), strict=True):
+                crash_results[w.name, m.name] = r
+        fault_results: dict[tuple[str, str], EngineResult] = {}
+        if faults or fault is not None:
+            for w, rs in zip(chosen, pool.map(faulted, chosen), strict=True):
+                for m, r in zip(models, rs, strict=True):
+                    fault_results[w.name, m.name] = r
+    for w in chosen:
+        for m in models:
+            for part in (crash_results, fault_results):
+                if (w.name, m.name) in part:
+                    result.results.append(part[w.name, m.name])
     unsupported = runner.unsupported()
     for r in result.results:
         r.unsupported += [u for u in unsupported if u not in r.unsupported]
-    if crash_point is None:
+    if crash_point is None and fault is None:
         failed = run_conformance(lambda fs: tgt(fs, BASE_DIR), reference_format=reference_format)
         result.conformance = [
             {"id": c.id, "check": c.name, "passed": why is None, "why": why} for c, why in failed
         ]
-    facts = ExecFacts(ignored=list(runner.ignored), processes=runner.processes)
+    facts = ExecFacts(
+        ignored=list(runner.ignored),
+        processes=runner.processes,
+        untargeted=list(runner.untargeted),
+        counts=dict(runner.counts),
+        batch=runner.batch,
+    )
     return result, facts
 
 
+def _prefetch(
+    runner: ExecRunner,
+    tgt: Any,
+    chosen: Sequence[Any],
+    models: Sequence[PersistenceModel],
+    crash_point: int | None,
+    pool: ThreadPoolExecutor,
+    jobs: int,
+) -> None:
+    """Record each workload (in ``pool``), then load every distinct crash state of
+    every workload under every model (:meth:`ExecRunner.prefetch_loads`), then run the
+    C1 probe (``load_or_create`` of a session whose load failed other than
+    not-found, as the checker does) on those states: the processes the checker would
+    start one at a time, started ``jobs`` at a time and each once."""
+    from ..core import ErrorCode
+    from ._checkers import observe
+    from ._explore import record
+    from ._workload import BASE_DIR
+
+    points = None if crash_point is None else {crash_point}
+    wanted: dict[CrashState, list[bytes]] = {}
+    sessions: dict[CrashState, list[str]] = {}
+    for rec in pool.map(lambda w: record(w, tgt), chosen):
+        bodies = [_load_request(sid) for sid in rec.sessions]
+        for m in models:
+            for point in crash_points(m, rec.initial, rec.ops, points=points):
+                for s in point.states:
+                    wanted.setdefault(s, []).extend(bodies)
+                    sessions.setdefault(s, []).extend(rec.sessions)
+    runner.prefetch_loads(wanted, jobs)
+
+    def c1(item: tuple[CrashState, str]) -> None:
+        state, sid = item
+        with contextlib.suppress(Exception):
+            tgt(MemoryFileSystem(state), BASE_DIR).load_or_create(sid)
+
+    probes = []
+    for s, sids in sessions.items():
+        for sid in dict.fromkeys(sids):
+            obs = observe(tgt(MemoryFileSystem(s), BASE_DIR), sid)
+            if obs.state is None and obs.code != ErrorCode.SESSION_NOT_FOUND:
+                probes.append((s, sid))
+    list(pool.map(c1, probes))
+
+
+def _load_request(session_id: str) -> bytes:
+    """The request :meth:`ExecStateStorage.load` sends (the cache key of its reply)."""
+    return json.dumps({"op": "load", "sessionId": session_id}, sort_keys=True).encode()
+
+
 def _state_storage_replay(command: str, c: Any, flags: str) -> str:
+    fault = f" --fault {c.fault}" if getattr(c, "fault", "") else ""
     return (
         f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} "
-        f"--workload {c.workload} --model {c.model} --crash-point {c.crash_point}"
+        f"--workload {c.workload} --model {c.model}{fault} --crash-point {c.crash_point}"
     )
 
 

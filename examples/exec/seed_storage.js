@@ -9,7 +9,8 @@
 //   {"op": "save"|"load"|"load_or_create"|"delete"|"exists"|"mark_not_resumable",
 //    "sessionId": "...", "state": {...}}
 // and one JSON reply on stdout: {"ok": true, "state": {...}} ({"ok": true, "exists": b}
-// for exists) or {"ok": false, "code": "<SPEC.md §5 code>", "message": "..."}.
+// for exists) or {"ok": false, "code": "<SPEC.md §5 code>", "message": "..."}; or a JSON
+// array of requests, answered by the array of their replies (the optional batch form).
 //
 //   crashpoint verify --exec 'node examples/exec/seed_storage.js {dir}' --kind state-storage
 'use strict';
@@ -217,14 +218,26 @@ function handle(req) {
 let input = '';
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', (chunk) => { input += chunk; });
-process.stdin.on('end', () => {
-  let reply;
+function answer(req) {
   try {
-    reply = handle(JSON.parse(input));
+    return handle(req);
   } catch (err) {
-    reply = err instanceof StorageError
+    return err instanceof StorageError
       ? { ok: false, code: err.code, message: err.message }
       : { ok: false, code: 'internal', message: String(err && err.stack || err) };
   }
-  process.stdout.write(JSON.stringify(reply));
+}
+
+// A JSON array of requests (crashpoint sends one: the loads of one crash state) is
+// answered by an array of replies, in order; this storage keeps nothing in memory
+// between requests, so each is answered as a fresh process would answer it.
+process.stdin.on('end', () => {
+  let req;
+  try {
+    req = JSON.parse(input);
+  } catch (err) {
+    process.stdout.write(JSON.stringify({ ok: false, code: 'internal', message: String(err && err.stack || err) }));
+    return;
+  }
+  process.stdout.write(JSON.stringify(Array.isArray(req) ? req.map(answer) : answer(req)));
 });
