@@ -886,8 +886,15 @@ def _replies(out: bytes, n: int) -> list[bytes] | None:
 
 
 def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
-    from ..core import ErrorCode, StateError
+    """A protocol reply as a dict; ``{"ok": false, "code": C}`` raises ``StateError(C)``
+    with the reply's ``"retryability"`` (``never``/``conditional``/``always``) or, when it
+    gives none, the one SPEC.md §5 gives the code."""
+    from ..core import ErrorCode, Retryability, StateError
 
+    spec_retry = {
+        ErrorCode.STATE_SAVE_FAILED.value: Retryability.CONDITIONAL,
+        ErrorCode.STATE_LOAD_FAILED.value: Retryability.CONDITIONAL,
+    }
     try:
         reply = json.loads(out.decode("utf-8"))
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
@@ -899,7 +906,14 @@ def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
             f"{_tail(err)}",
         ) from None
     if not reply["ok"]:
-        raise StateError(str(reply.get("code") or "internal"), str(reply.get("message") or op))
+        code = str(reply.get("code") or "internal")
+        given = reply.get("retryability")
+        retry = (
+            Retryability(given)
+            if given in {r.value for r in Retryability}
+            else spec_retry.get(code, Retryability.NEVER)
+        )
+        raise StateError(code, str(reply.get("message") or op), retryability=retry)
     return reply
 
 
