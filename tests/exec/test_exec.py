@@ -313,3 +313,116 @@ def test_node_seed_port_passes_the_conformance_suite() -> None:
         reference_format=True,
     )
     assert result.conformance and result.failed_checks == []
+
+
+def test_a_failure_reply_takes_spec_retryability_unless_it_gives_one() -> None:
+    """SPEC.md §5: state_save_failed is conditional; a reply may say otherwise."""
+    from crashpoint.core import Retryability, StateError
+    from crashpoint.scenarios._exec import _reply
+
+    with pytest.raises(StateError) as saved:
+        _reply("save", 0, b'{"ok": false, "code": "state_save_failed"}', b"")
+    assert saved.value.retryability is Retryability.CONDITIONAL
+    with pytest.raises(StateError) as told:
+        reply = b'{"ok": false, "code": "state_save_failed", "retryability": "always"}'
+        _reply("save", 0, reply, b"")
+    assert told.value.retryability is Retryability.ALWAYS
+    with pytest.raises(StateError) as corrupt:
+        _reply("load", 0, b'{"ok": false, "code": "state_corrupt"}', b"")
+    assert corrupt.value.retryability is Retryability.NEVER
+
+
+@pytest.mark.exec
+def test_a_batch_of_loads_gives_the_replies_of_one_process_per_load() -> None:
+    """One process per crash state (a batch of its loads) answers as one per load."""
+    _need("node")
+    from crashpoint.faultfs import MemoryFileSystem, write_bytes
+    from crashpoint.scenarios._exec import ExecStateStorage, _load_request
+    from crashpoint.scenarios._workload import BASE_DIR
+
+    fs = MemoryFileSystem(dirs=("/data",))
+    runner = ExecRunner("", "", base_dir=BASE_DIR, storage=SEED)
+    assert runner.detect_batch()
+    store = ExecStateStorage(runner, fs, BASE_DIR)
+    from crashpoint.core import AgentState
+
+    store.save(AgentState.new("a", {"n": 1}))
+    torn = MemoryFileSystem(fs.crash_state())
+    write_bytes(torn, f"{BASE_DIR}/a.json", b'{"schemaVersion": 3, "sessionId": "a"')
+    states = [fs.crash_state(), torn.crash_state()]
+    bodies = [_load_request(sid) for sid in ("a", "b")]
+    runner.prefetch_loads({s: bodies for s in states}, jobs=2)
+    assert runner.counts == {"traced": 1, "load batch": 2}
+    single = ExecRunner("", "", base_dir=BASE_DIR, storage=SEED)
+    for s in states:
+        for b in bodies:
+            batched = runner.plain_call(s, b)
+            alone = single.plain_call(s, b)
+            assert json_reply(batched[1]) == json_reply(alone[1])
+            assert batched[3] is alone[3] is False
+    assert single.counts == {"load": 4}
+
+
+def json_reply(out: bytes) -> object:
+    import json
+
+    return json.loads(out)
+
+
+@pytest.mark.exec
+def test_node_seed_port_replays_one_fault_as_the_python_seed() -> None:
+    """--fault on the state-storage form: ENOSPC injected at the save's tmp write
+    (strace -e inject) gives the Python seed's findings for the same fault."""
+    _need("node")
+    import errno
+
+    from crashpoint.faultfs import Fault
+    from crashpoint.scenarios._explore import record
+    from crashpoint.scenarios._faults import explore_faults_models
+    from crashpoint.scenarios._targets import get_target
+    from crashpoint.scenarios._workload import SCENARIOS
+
+    ops = record(SCENARIOS["two-quick-saves"], get_target("seed")).ops
+    at = next(o.index for o in ops if o.kind is OpKind.WRITE)
+    fault = Fault(at, errno.ENOSPC)
+    models = resolve_models("process-crash,power-loss")
+    node, facts = verify_exec_state_storage(
+        SEED, models=models, workloads=["two-quick-saves"], fault=fault, reference_format=True
+    )
+    assert facts.untargeted == [] and node.unsupported == []
+    assert [r.faults for r in node.results] == [1, 1]
+    python = explore_faults_models(
+        SCENARIOS["two-quick-saves"], models=models, target="seed", faults=[fault]
+    )
+    for r, p in zip(node.results, python, strict=True):
+        assert {(c.invariant, c.crash_point) for c in r.counterexamples} == {
+            (v.invariant, v.crash_point) for v in p.violations
+        }
+
+
+@pytest.mark.exec
+@pytest.mark.long
+@pytest.mark.parametrize("workload", ["two-quick-saves", "stale-ended-marker"])
+def test_node_seed_port_under_every_fault_gives_the_python_seeds_findings(workload: str) -> None:
+    """--faults on the state-storage form: each error of EXEC_FAULT_ERRNOS at each
+    mutating call, the node port against the Python seed under the same plan."""
+    _need("node")
+    from crashpoint.scenarios._exec import exec_fault_plan
+    from crashpoint.scenarios._explore import record
+    from crashpoint.scenarios._faults import explore_faults_models
+    from crashpoint.scenarios._targets import get_target
+    from crashpoint.scenarios._workload import SCENARIOS
+
+    models = resolve_models("process-crash,power-loss")
+    node, facts = verify_exec_state_storage(
+        SEED, models=models, workloads=[workload], faults=True, jobs=2, reference_format=True
+    )
+    assert facts.untargeted == [] and node.unsupported == []
+    plan = exec_fault_plan(record(SCENARIOS[workload], get_target("seed")).ops)
+    python = explore_faults_models(SCENARIOS[workload], models=models, target="seed", faults=plan)
+    faulted = [r for r in node.results if r.faults]
+    assert [r.faults for r in faulted] == [len(plan)] * 2
+    for r, p in zip(faulted, python, strict=True):
+        assert {(c.invariant, c.crash_point, c.fault) for c in r.counterexamples} == {
+            (v.invariant, v.crash_point, v.fault) for v in p.violations
+        }
