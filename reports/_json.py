@@ -32,11 +32,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..scenarios import FAULT_COLUMN, ExplorationResult, Invariant, Violation, ZooRow
+from ..scenarios import ExplorationResult, Invariant, Violation
 from ..scenarios._engine import InvariantInfo, invariant_info
 from ..scenarios._explore import violation_order
+
+if TYPE_CHECKING:
+    from ..scenarios import ZooRow
 
 __all__ = [
     "FORMAT",
@@ -200,6 +203,8 @@ def write_text(text: str, path: str | os.PathLike[str]) -> None:
 def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
     """The kill matrix as JSON: ``{"models": [columns], "rows": [{"target", "expected",
     "killed": {column: [ids]}, "verdict", "violations"}], "ok"}``."""
+    from ..scenarios._zoo import FAULT_COLUMN  # the zoo (and its process pool) on first use
+
     columns = [*models, FAULT_COLUMN] if any(FAULT_COLUMN in r.killed for r in rows) else [*models]
     return {
         "models": columns,
