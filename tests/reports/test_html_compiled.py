@@ -78,7 +78,12 @@ def test_a_stale_compilation_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None
         _html._template.cache_clear()
     assert used.filename is not None and used.filename.endswith("report.html.j2")
     report: dict[str, object] = {"tool": "crashpoint", "target": "reference"}
-    report |= {"model": "process-crash", "version": "0", "scenarios": [], "totals": {}}
+    report |= {
+        "model": "process-crash",
+        "version": "0",
+        "scenarios": [],
+        "totals": {"violations": 0},
+    }
     assert used.render(
         report=report, explain=False, summary=[], cases=[], cases_total=0, command="explore"
     ) == compiling().render(
