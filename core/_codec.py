@@ -36,16 +36,20 @@ Decisions where the spec is silent:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import re
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import accumulate, count
+from operator import sub
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from ._errors import ErrorCode, Retryability, StateError
+from ._fastdecode import fast_decode, fast_peek
 from ._state import (
     SCHEMA_VERSION,
     AgentState,
@@ -68,6 +72,7 @@ __all__ = [
     "as_persisted",
     "decode",
     "decode_bytes",
+    "decode_memo",
     "encode",
     "encode_bytes",
     "media_placeholder",
@@ -273,6 +278,46 @@ def _text_too_deep(text: str) -> bool:
         else:
             depth -= len(run)  # below zero only where the parser stops anyway
     return False
+
+
+_PARENS_AND_QUOTES: Final = bytes.maketrans(b"[{]}", b"(())")
+_ONLY_BRACKETS_AND_QUOTES: Final = bytes(sorted(set(range(256)) - set(b'[]{}"')))
+
+
+def _bytes_too_deep(data: bytes) -> bool:
+    """:func:`_text_too_deep` of ``data.decode("utf-8")``, on the bytes (the same answer
+    for UTF-8: brackets, quotes and backslashes are single bytes that never occur
+    inside a multi-byte sequence), at C speed (issue 11). Every byte but brackets and
+    quotes is dropped first; then adjacent quotes (an empty string, or two strings with
+    no bracket between them) go, which keeps the parity of every later quote; what is
+    left between quotes is inside strings. A balanced bracket sequence that vanishes
+    by at most 64 rounds of deleting ``()`` nests at most 64 deep; any other is
+    measured exactly (the largest count of openers minus closers over its prefixes)."""
+    if len(data) <= MAX_DEPTH:  # too short for 65 openers
+        return False
+    brackets = data.translate(_PARENS_AND_QUOTES, _ONLY_BRACKETS_AND_QUOTES)
+    if brackets.count(b"(") <= MAX_DEPTH:  # = text.count("[") + text.count("{")
+        return False
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+        brackets = data.translate(_PARENS_AND_QUOTES, _ONLY_BRACKETS_AND_QUOTES)
+    brackets = brackets.replace(b'""', b"")
+    if b'"' in brackets:
+        brackets = b"".join(brackets.split(b'"')[::2])
+    if b"(" * (MAX_DEPTH + 1) in brackets:
+        return True
+    rest = brackets
+    for _ in range(MAX_DEPTH):
+        shorter = rest.replace(b"()", b"")
+        if not shorter:
+            return False
+        if len(shorter) == len(rest):
+            break
+        rest = shorter
+    # depth at the end of the i-th run of openers = openers so far - i closers
+    runs = map(len, brackets.split(b")"))
+    deepest: int = max(map(sub, accumulate(runs), count()))
+    return deepest > MAX_DEPTH
 
 
 def _object_too_deep(obj: object) -> bool:
@@ -714,6 +759,11 @@ def _reject_constant(name: str) -> NoReturn:
 def decode_bytes(data: bytes) -> AgentState:
     """Decode UTF-8 JSON bytes (a state file's content) into an :class:`AgentState`.
 
+    A fast path (:mod:`crashpoint.core._fastdecode`, msgspec) returns the state for the
+    documents it is sure of and otherwise leaves the bytes to the reference decoder
+    below, so the result and every error are the reference decoder's (issue 11).
+    Inside :func:`decode_memo`, bytes already decoded are not decoded again.
+
     Raises:
         StateError: ``json_too_deep`` (``layer="codec"``) when the document nests
             deeper than 64 levels (SPEC §2), found before parsing, so the result does
@@ -721,17 +771,65 @@ def decode_bytes(data: bytes) -> AgentState:
             are not UTF-8 or not JSON (``NaN``/``Infinity`` included); otherwise any
             error of :func:`decode`.
     """
-    return _fresh_stack(_decode_bytes, data)
+    memo = _MEMO
+    if memo is not None and type(data) is bytes:
+        return memo.decode(data)
+    return _decode_bytes_any(data)
+
+
+def _decode_bytes_any(data: bytes) -> AgentState:
+    """The fast path, else the reference decoder on a stack that cannot run out."""
+    state = fast_decode(data, _json_object)
+    if state is None:
+        return _fresh_stack(_decode_bytes, data)
+    return state
+
+
+_LAST_UNPARSED: list[bytes | None] = [None]
+"""The last ``bytes`` object :func:`_parse` refused (one slot): the peeks that storage
+runs right after a failed decode of the same object answer at once. Exact: bytes are
+immutable and the slot holds the object alive, so ``is`` means the same content."""
 
 
 def _parse(data: bytes) -> Any:
     """The parsed JSON document; raises json_too_deep or json_invalid."""
     try:
-        text = bytes(data).decode("utf-8")
+        return _parse_exact(data)
+    except StateError:
+        if type(data) is bytes:
+            _LAST_UNPARSED[0] = data
+        raise
+
+
+def _parse_exact(data: bytes) -> Any:
+    raw = bytes(data)
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
-    if _text_too_deep(text):
+    if _bytes_too_deep(raw):
         raise _too_deep(f"the document nests deeper than {MAX_DEPTH} levels")
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        # the first error from the left: no integer literal before it is over the
+        # int/str conversion limit (that one would have come first), so the reference
+        # parse below (parse_int) stops at the same place with the same message
+        raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
+    except ValueError:  # NaN/Infinity, or an integer over the conversion limit
+        return _loads_reference(text)
+    version = obj.get("schemaVersion") if type(obj) is dict else None
+    if type(version) is int and not -_INT_BOUND < version < _INT_BOUND:
+        # a schemaVersion of 4001-4300 digits: the reference reads it as a _BigNumber,
+        # which its error message describes differently
+        return _loads_reference(text)
+    return obj
+
+
+def _loads_reference(text: str) -> Any:
+    """json.loads as the reference decoder calls it. Any other integer of 4001-4300
+    digits reads the same with or without ``parse_int``: the decoder refuses both
+    forms with the same message, and the peeks read both as too large."""
     # An integer literal of more than 4000 digits would make json raise ValueError
     # (Python's int/str conversion limit): keep it unconverted instead.
     parse_int = _parse_int if _LONG_DIGITS.search(text) else None
@@ -745,6 +843,29 @@ def _decode_bytes(data: bytes) -> AgentState:
     return _decode(_parse(data))
 
 
+def _opens_an_object(data: bytes) -> bool:
+    """Whether the first byte after JSON whitespace is ``{`` (else json.loads fails or
+    returns something other than an object)."""
+    return data[:1] == b"{" or data.lstrip(b" \t\n\r")[:1] == b"{"
+
+
+def _fast_peek(data: bytes) -> tuple[Any, Any] | bool:
+    """The raw top-level ``(schemaVersion, sessionId)`` (None when absent) of a
+    ``bytes`` document the reference parser accepts; False for one it refuses; True
+    when unsure (the peeks then parse as the reference does)."""
+    if data is _LAST_UNPARSED[0] or not _opens_an_object(data):
+        return False
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    if _bytes_too_deep(data):
+        return False
+    peeked = fast_peek(data)
+    return True if peeked is None else peeked
+
+
 def peek_schema_version(data: bytes) -> int | None:
     """The ``schemaVersion`` of a JSON document as decode reads it, without decoding
     the rest (SPEC §2: a whole number in any spelling, ``4.0`` and ``1E1`` included).
@@ -753,19 +874,30 @@ def peek_schema_version(data: bytes) -> int | None:
     64 levels) or its schemaVersion is absent or not a whole number (booleans,
     fractions, strings). A negative whole number is returned as it is; one too large
     to hold (more than 4000 digits, ``1e400``) as ``sys.maxsize``. Never raises. Used
-    by the harness's V1 checker (SPEC §8).
+    by the harness's V1 checker (SPEC §8). Cheap on ``bytes``: the document is
+    validated and skipped by msgspec, not built (issue 11).
     """
+    if type(data) is bytes:
+        peeked = _fast_peek(data)
+        if peeked is False:
+            return None
+        if peeked is not True and type(peeked[0]) is not float:
+            return _version_of(peeked[0])
     try:
         obj = _fresh_stack(_parse, data)
     except (StateError, TypeError):
         return None
     if not isinstance(obj, dict) or "schemaVersion" not in obj:
         return None
-    raw = obj["schemaVersion"]
+    return _version_of(obj["schemaVersion"])
+
+
+def _version_of(raw: object) -> int | None:
+    """:func:`peek_schema_version` of a document whose schemaVersion is ``raw``."""
     version = _whole_number(raw)
     if version is None:
         if _is_int(raw) or (isinstance(raw, float) and raw.is_integer()):
-            return int(raw)  # negative
+            return int(raw)  # type: ignore[call-overload, no-any-return]  # negative
         return None
     return sys.maxsize if version == _HUGE else version
 
@@ -777,6 +909,13 @@ def peek_session_id(data: bytes) -> str | None:
     levels) or its sessionId is absent or not a string. Never raises. Storage uses it to
     tell a file of another session (SPEC §4, ``session_id_collision``).
     """
+    if type(data) is bytes:
+        peeked = _fast_peek(data)
+        if peeked is False:
+            return None
+        if peeked is not True:
+            session_id = peeked[1]
+            return session_id if type(session_id) is str else None
     try:
         obj = _fresh_stack(_parse, data)
     except (StateError, TypeError):
@@ -785,6 +924,146 @@ def peek_session_id(data: bytes) -> str | None:
         return None
     session_id = obj.get("sessionId")
     return session_id if _is_text(session_id) else None
+
+
+# --------------------------------------------------------------------------- memo
+
+
+class DecodeMemo:
+    """A content-addressed memo of :func:`decode_bytes` (see :func:`decode_memo`).
+
+    Keyed by the bytes themselves (equal bytes, equal key; a ``bytes`` hash is computed
+    once per object). Holds at most ``max_entries`` results and at most ``max_bytes``
+    bytes of keys; the least recently used go first. ``hits`` and ``misses`` count
+    calls.
+    """
+
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self.misses = 0
+        self._entries: dict[bytes, AgentState | tuple[Any, ...]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def decode(self, data: bytes) -> AgentState:
+        """:func:`decode_bytes` of ``data``: a snapshot of the state decoded before
+        (frozen values shared), a fresh equal StateError, or a first decode."""
+        with self._lock:
+            entry = self._entries.pop(data, None)
+            if entry is not None:
+                self._entries[data] = entry  # most recently used last
+                self.hits += 1
+        if entry is None:
+            return self._first(data)
+        if isinstance(entry, AgentState):
+            return entry.snapshot()
+        raise _rebuilt_error(entry)
+
+    def _first(self, data: bytes) -> AgentState:
+        with self._lock:
+            self.misses += 1
+        try:
+            state = _decode_bytes_any(data)
+        except StateError as exc:
+            if type(exc) is StateError:
+                self._put(data, _error_fields(exc))
+            raise
+        self._put(data, state)
+        return state.snapshot()
+
+    def _put(self, data: bytes, entry: AgentState | tuple[Any, ...]) -> None:
+        size = len(data)
+        if size > self.max_bytes or self.max_entries < 1:
+            return
+        with self._lock:
+            if data in self._entries:
+                return
+            while self._entries and (
+                len(self._entries) >= self.max_entries or self._bytes + size > self.max_bytes
+            ):
+                oldest = next(iter(self._entries))
+                del self._entries[oldest]
+                self._bytes -= len(oldest)
+            self._entries[data] = entry
+            self._bytes += size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+def _error_fields(exc: StateError) -> tuple[Any, ...]:
+    return (
+        exc.code,
+        exc.message,
+        exc.layer,
+        exc.retryability,
+        exc.cause,
+        exc.__cause__,
+        exc.__suppress_context__,
+    )
+
+
+def _rebuilt_error(fields: tuple[Any, ...]) -> StateError:
+    code, message, layer, retryability, cause, direct_cause, suppress = fields
+    exc = StateError(code, message, layer=layer, retryability=retryability, cause=cause)
+    exc.__cause__ = direct_cause
+    exc.__suppress_context__ = suppress
+    return exc
+
+
+_MEMO: DecodeMemo | None = None
+_MEMO_LOCK: Final = threading.Lock()
+
+DEFAULT_MEMO_ENTRIES: Final = 4096
+"""At most this many decoded documents in a :func:`decode_memo`."""
+
+DEFAULT_MEMO_BYTES: Final = 16 * 2**20
+"""At most this many bytes of documents (16 MiB) in a :func:`decode_memo`; a decoded
+state takes about 2.5 times its document's size (a 140 KB state of 1,000 messages:
+about 0.33 MiB), so the memo holds about 55 MiB at most."""
+
+
+@contextlib.contextmanager
+def decode_memo(
+    max_entries: int = DEFAULT_MEMO_ENTRIES, max_bytes: int = DEFAULT_MEMO_BYTES
+) -> Iterator[DecodeMemo]:
+    """While active, :func:`decode_bytes` of ``bytes`` already decoded returns a
+    snapshot of the state decoded then (:meth:`AgentState.snapshot`: the lists and
+    dicts are the caller's own, frozen values are shared), or raises a fresh
+    :class:`StateError` equal to the one raised then (same code, message, layer,
+    retryability, cause and ``__cause__``). Off by default; one memo per exploration
+    (issue 11). Nested uses share the outermost memo; it is emptied when the outermost
+    exits. ``bytearray`` and ``memoryview`` inputs bypass it.
+
+    Args:
+        max_entries: at most this many results are kept (least recently used go first).
+        max_bytes: at most this many bytes of documents are kept; a larger document is
+            decoded without being kept.
+
+    Yields:
+        The :class:`DecodeMemo` (its ``hits`` and ``misses`` count decode calls).
+    """
+    global _MEMO
+    with _MEMO_LOCK:
+        outer = _MEMO
+        if outer is None:
+            _MEMO = DecodeMemo(max_entries, max_bytes)
+        memo = _MEMO
+    assert memo is not None
+    try:
+        yield memo
+    finally:
+        if outer is None:
+            with _MEMO_LOCK:
+                _MEMO = None
+            memo.clear()
 
 
 # --------------------------------------------------------------------------- encode
