@@ -17,7 +17,10 @@ Everything is measured in one process and one run (the peak RSS in a child proce
   under power-loss: distinct states per second and its own floor ratio;
 * **codec**: ``decode`` of the 1,000-message state against ``json.loads`` of its bytes;
 * **peak RSS**: a child process exploring ``--rss-saves`` saves of 1,000 messages under
-  power-loss-reorder (``ru_maxrss``, MiB).
+  power-loss-reorder (``ru_maxrss``, MiB);
+* **CLI wall**: ``crashpoint explore`` (no arguments) and ``crashpoint explore --model
+  all --faults --jobs 2``, each a fresh process in a fresh directory, seconds
+  (``--skip-cli`` leaves them out).
 
 Each figure is repeated ``--repeat`` times (default 5); the median of the per-run
 figures is printed with min and max. The last line is::
@@ -158,6 +161,23 @@ def peak_rss_child(saves: int, model: str) -> float:
     return float(out[-1])
 
 
+def cli_walls(argv: Sequence[str], repeat: int) -> list[float]:
+    """Wall seconds of ``crashpoint ARGV`` in a fresh process, each run in a fresh
+    directory (the reports are written there), ``repeat`` times."""
+    import os
+    import shutil
+    import tempfile
+
+    exe = shutil.which("crashpoint", path=os.path.dirname(sys.executable)) or "crashpoint"
+    walls = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as cwd:
+            t0 = time.perf_counter()
+            subprocess.run([exe, *argv], cwd=cwd, capture_output=True, check=True)
+            walls.append(time.perf_counter() - t0)
+    return walls
+
+
 def repeated(
     fn: Callable[[], tuple[float, float, int]], repeat: int
 ) -> list[tuple[float, float, int]]:
@@ -172,6 +192,7 @@ def main() -> None:
     parser.add_argument("--rss-repeat", type=int, default=None)
     parser.add_argument("--model", default="power-loss-reorder")
     parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--skip-cli", action="store_true", help="no CLI wall times")
     parser.add_argument(
         "--skip-storage", action="store_true", help="only the big workload, codec and RSS"
     )
@@ -204,6 +225,10 @@ def main() -> None:
     ]
     what = f"{args.rss_saves} saves of {BIG_MESSAGES} messages, {args.model}"
     print(f"peak RSS, {what}: {spread(rss)} MiB")
+    if not args.skip_cli:
+        for argv in (["explore"], ["explore", "--model", "all", "--faults", "--jobs", "2"]):
+            walls = cli_walls(argv, args.repeat)
+            print(f"wall, crashpoint {' '.join(argv)}: {spread(walls, '{:.2f}')} s")
     rate, ratio = headline.get("power-loss", (math.nan, math.nan))
     print(
         f"states/s={rate:.0f} floor_ratio={ratio:.2f} "
