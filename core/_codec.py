@@ -818,10 +818,11 @@ def _parse_exact(data: bytes) -> Any:
         raise _error(ErrorCode.JSON_INVALID, f"not UTF-8 JSON: {exc}", cause=exc) from exc
     except ValueError:  # NaN/Infinity, or an integer over the conversion limit
         return _loads_reference(text)
-    version = obj.get("schemaVersion") if type(obj) is dict else None
-    if type(version) is int and not -_INT_BOUND < version < _INT_BOUND:
-        # a schemaVersion of 4001-4300 digits: the reference reads it as a _BigNumber,
-        # which its error message describes differently
+    shown = obj.get("schemaVersion") if type(obj) is dict else obj
+    if type(shown) is int and not -_INT_BOUND < shown < _INT_BOUND:
+        # an integer of 4001-4300 digits as the schemaVersion or as the document: the
+        # reference reads it as a _BigNumber, which its error message describes
+        # differently (anywhere else both forms give the same error)
         return _loads_reference(text)
     return obj
 
