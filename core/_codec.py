@@ -49,7 +49,6 @@ from operator import sub
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from ._errors import ErrorCode, Retryability, StateError
-from ._fastdecode import fast_decode, fast_peek
 from ._state import (
     SCHEMA_VERSION,
     AgentState,
@@ -777,9 +776,24 @@ def decode_bytes(data: bytes) -> AgentState:
     return _decode_bytes_any(data)
 
 
+_FAST: Any = None
+"""``crashpoint.core._fastdecode`` once imported: on first use, as msgspec's import
+costs about as much as the rest of ``crashpoint.core`` (commands that decode nothing,
+such as ``explore --list``, never pay it)."""
+
+
+def _fast() -> Any:
+    global _FAST
+    if _FAST is None:
+        from . import _fastdecode
+
+        _FAST = _fastdecode
+    return _FAST
+
+
 def _decode_bytes_any(data: bytes) -> AgentState:
     """The fast path, else the reference decoder on a stack that cannot run out."""
-    state = fast_decode(data, _json_object)
+    state: AgentState | None = (_FAST or _fast()).fast_decode(data, _json_object)
     if state is None:
         return _fresh_stack(_decode_bytes, data)
     return state
@@ -863,7 +877,7 @@ def _fast_peek(data: bytes) -> tuple[Any, Any] | bool:
             return False
     if _bytes_too_deep(data):
         return False
-    peeked = fast_peek(data)
+    peeked: tuple[Any, Any] | None = (_FAST or _fast()).fast_peek(data)
     return True if peeked is None else peeked
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -353,3 +354,11 @@ def test_memo_is_bounded_and_nested_blocks_share_it() -> None:
         assert len(memo) == 3
         decode_bytes(docs[0])  # evicted: decoded again
         assert memo.hits == 0
+
+
+def test_msgspec_is_imported_on_first_decode_not_with_the_package() -> None:
+    """Commands that decode nothing (``explore --list``) do not pay msgspec's import."""
+    code = "import sys, crashpoint.core as c; print('msgspec' in sys.modules)"
+    code += "; c.decode_bytes(b'{\"sessionId\":\"s\"}'); print('msgspec' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
