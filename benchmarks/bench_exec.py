@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -29,6 +30,13 @@ from crashpoint.scenarios._verify import resolve_models, verify
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXEC = os.path.join(HERE, "..", "examples", "exec")
 STORE = os.path.join(HERE, "..", "examples", "stores", "jsonstore.py")
+
+
+def _cpu() -> float:
+    """CPU seconds (user + sys) of this process and of its waited-for children."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _per_state(result: object, seconds: float) -> tuple[int, float]:
@@ -44,18 +52,20 @@ def main() -> int:
     models = resolve_models("all")
     print(f"load average: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     intercepted = verify(load_factory(f"{STORE}:JsonStore"), model=models, workloads=["resize"])
     n_i, per_i = _per_state(intercepted, time.perf_counter() - t0)
+    _, cpu_i = _per_state(intercepted, _cpu() - c0)
     print(
-        f"intercepted JsonStore, resize, all models: {n_i} crash states, {per_i * 1000:.2f} ms each"
+        f"intercepted JsonStore, resize, all models: {n_i} crash states, {per_i * 1000:.2f} ms "
+        f"wall, {cpu_i * 1000:.2f} ms CPU each"
     )
 
     for label, store in (
         ("exec python JsonStore", f"{sys.executable} {EXEC}/pystore.py JsonStore"),
         ("exec node atomic_store", f"node {EXEC}/atomic_store.js"),
     ):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         result, facts = verify_exec(
             f"{store} save {{dir}} {{value}}",
             f"{store} load {{dir}}",
@@ -64,27 +74,30 @@ def main() -> int:
             jobs=args.jobs,
         )
         n, per = _per_state(result, time.perf_counter() - t0)
+        _, cpu = _per_state(result, _cpu() - c0)
         print(
             f"{label}, resize, all models, --jobs {args.jobs}: {n} crash states, "
-            f"{facts.processes} processes, {per * 1000:.1f} ms each "
-            f"({per / per_i:.0f}x the intercepted cost), verdict {result.verdict}"
+            f"{facts.processes} processes, {per * 1000:.1f} ms wall ({per / per_i:.0f}x the "
+            f"intercepted cost), {cpu * 1000:.1f} ms CPU ({cpu / cpu_i:.0f}x) each, "
+            f"verdict {result.verdict}"
         )
 
     if not args.skip_catalogue:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         result, facts = verify_exec_state_storage(
             f"node {EXEC}/seed_storage.js {{dir}}",
             models=models,
             jobs=args.jobs,
             reference_format=True,
         )
-        seconds = time.perf_counter() - t0
+        seconds, cpu_s = time.perf_counter() - t0, _cpu() - c0
         states = sum(r.distinct_states for r in result.results)
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(facts.counts.items()))
         print(
             f"node seed port, storage catalogue ({len({r.workload for r in result.results})} "
-            f"workloads), all models, --jobs {args.jobs}: {seconds:.1f} s, {facts.processes} "
-            f"processes, {states} distinct states, killed by {result.killed_by()} "
-            f"(target: under 120 s)"
+            f"workloads), all models, --jobs {args.jobs}: {seconds:.1f} s wall, {cpu_s:.1f} s "
+            f"CPU, {facts.processes} processes ({kinds}), {states} distinct states summed over "
+            f"(workload, model), killed by {result.killed_by()} (target: under 120 s)"
         )
     return 0
 

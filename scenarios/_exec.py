@@ -233,7 +233,8 @@ class ExecRunner(Runner):
         """The storage command answers a JSON array of requests (:meth:`detect_batch`)."""
         self.counts: dict[str, int] = {}
         """Processes run, by kind: ``load`` (one read-only request), ``load batch``
-        (the read-only requests of one crash state), ``traced`` (under strace)."""
+        (the read-only requests of one crash state), ``traced`` (under strace),
+        ``plain`` (a document load not traced), ``batch probe``."""
         self.last_sources: list[Source] = []
 
     def __enter__(self) -> ExecRunner:
@@ -313,15 +314,18 @@ class ExecRunner(Runner):
                 cwd=self.cwd,
                 stdin=b'[{"op": "load", "sessionId": "a"}, {"op": "load", "sessionId": "b"}]',
             )
+        with self._lock:
+            self.counts["batch probe"] = self.counts.get("batch probe", 0) + 1
         self.batch = _replies(proc.stdout, 2) is not None
         return self.batch
 
     def prefetch_loads(self, wanted: dict[CrashState, list[bytes]], jobs: int) -> None:
-        """Answer the read-only requests ``wanted[state]`` now, ``jobs`` processes at a
-        time: one fresh process per distinct state when the command takes a batch
-        (:meth:`detect_batch`), else one per (state, request). A batch that changed a
-        file, or whose reply is not one reply per request, is not kept: those requests
-        run one by one when asked (:meth:`plain_call`)."""
+        """Answer the requests ``wanted[state]`` (loads, or the C1 probe's
+        ``load_or_create``) now, plain, ``jobs`` processes at a time: one fresh process
+        per distinct state when the command takes a batch (:meth:`detect_batch`), else
+        one per (state, request). A batch that changed a file, or whose reply is not one
+        reply per request, is not kept: its requests run one per process
+        (:meth:`plain_call`, which notes whether each changed a file)."""
         todo: list[tuple[CrashState, list[bytes]]] = []
         for state, bodies in wanted.items():
             digest = state.digest()
@@ -807,22 +811,19 @@ class ExecStateStorage:
         self._runner = runner
         self._doc = ExecDocument(runner, fs)
 
-    def _request(self, op: str, session_id: str, state: Any = None) -> bytes:
-        req: dict[str, Any] = {"op": op, "sessionId": session_id}
-        if state is not None:
-            from ..core import encode
-
-            req["state"] = encode(state)
-        return json.dumps(req, sort_keys=True).encode()
-
     def _call(self, op: str, session_id: str, state: Any = None) -> dict[str, Any]:
         runner, doc = self._runner, self._doc
-        body = self._request(op, session_id, state)
+        body = _request(op, session_id, state)
 
         def argv(tmp: str, root: str) -> list[str]:
             return render_argv(runner.storage_cmd, dir=root)
 
-        if op in ("load", "exists"):
+        # load and exists change nothing; load_or_create on a filesystem that keeps no
+        # trace (the C1 probe, conformance) is asked how many files it changed: a run
+        # that changed none adds no mutation to it. Both run plain first.
+        if op in ("load", "exists") or (
+            op == "load_or_create" and not isinstance(doc.fs, RecordingFileSystem)
+        ):
             rc, out, err, wrote = runner.plain_call(doc._state(), body)
             if wrote:
                 done = doc.traced(op, body.decode(), argv, body)
@@ -853,6 +854,16 @@ class ExecStateStorage:
 
     def mark_not_resumable(self, session_id: str) -> None:
         self._call("mark_not_resumable", session_id)
+
+
+def _request(op: str, session_id: str, state: Any = None) -> bytes:
+    """The protocol request of ``op`` (JSON, sorted keys: a cache key of its reply)."""
+    req: dict[str, Any] = {"op": op, "sessionId": session_id}
+    if state is not None:
+        from ..core import encode
+
+        req["state"] = encode(state)
+    return json.dumps(req, sort_keys=True).encode()
 
 
 def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
@@ -1056,11 +1067,12 @@ def _prefetch(
     jobs: int,
 ) -> None:
     """Record each workload (in ``pool``), then load every distinct crash state of
-    every workload under every model (:meth:`ExecRunner.prefetch_loads`), then run the
-    C1 probe (``load_or_create`` of a session whose load failed other than
-    not-found, as the checker does) on those states: the processes the checker would
-    start one at a time, started ``jobs`` at a time and each once."""
-    from ..core import ErrorCode
+    every workload under every model (:meth:`ExecRunner.prefetch_loads`), then the
+    C1 probe (``load_or_create`` of each session whose load failed other than
+    not-found, as the checker does) on those states, batched the same way: the
+    processes the checker would start one at a time, started ``jobs`` at a time and
+    each once. A probe that changed a file is re-run traced when the checker asks."""
+    from ..core import AgentState, ErrorCode
     from ._checkers import observe
     from ._explore import record
     from ._workload import BASE_DIR
@@ -1077,23 +1089,19 @@ def _prefetch(
                     sessions.setdefault(s, []).extend(rec.sessions)
     runner.prefetch_loads(wanted, jobs)
 
-    def c1(item: tuple[CrashState, str]) -> None:
-        state, sid = item
-        with contextlib.suppress(Exception):
-            tgt(MemoryFileSystem(state), BASE_DIR).load_or_create(sid)
-
-    probes = []
+    probes: dict[CrashState, list[bytes]] = {}
     for s, sids in sessions.items():
         for sid in dict.fromkeys(sids):
             obs = observe(tgt(MemoryFileSystem(s), BASE_DIR), sid)
             if obs.state is None and obs.code != ErrorCode.SESSION_NOT_FOUND:
-                probes.append((s, sid))
-    list(pool.map(c1, probes))
+                fresh = AgentState.new(sid, {})  # what the checker's probe sends
+                probes.setdefault(s, []).append(_request("load_or_create", sid, fresh))
+    runner.prefetch_loads(probes, jobs)
 
 
 def _load_request(session_id: str) -> bytes:
     """The request :meth:`ExecStateStorage.load` sends (the cache key of its reply)."""
-    return json.dumps({"op": "load", "sessionId": session_id}, sort_keys=True).encode()
+    return _request("load", session_id)
 
 
 def _state_storage_replay(command: str, c: Any, flags: str) -> str:

@@ -352,7 +352,7 @@ def test_a_batch_of_loads_gives_the_replies_of_one_process_per_load() -> None:
     states = [fs.crash_state(), torn.crash_state()]
     bodies = [_load_request(sid) for sid in ("a", "b")]
     runner.prefetch_loads({s: bodies for s in states}, jobs=2)
-    assert runner.counts == {"traced": 1, "load batch": 2}
+    assert runner.counts == {"batch probe": 1, "traced": 1, "load batch": 2}
     single = ExecRunner("", "", base_dir=BASE_DIR, storage=SEED)
     for s in states:
         for b in bodies:
