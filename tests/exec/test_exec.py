@@ -426,3 +426,37 @@ def test_node_seed_port_under_every_fault_gives_the_python_seeds_findings(worklo
         assert {(c.invariant, c.crash_point, c.fault) for c in r.counterexamples} == {
             (v.invariant, v.crash_point, v.fault) for v in p.violations
         }
+
+
+@pytest.mark.exec
+def test_cli_state_storage_takes_a_fault(tmp_path: object) -> None:
+    """--fault on --exec --kind state-storage is injected, not refused (exit 0: the
+    seed port fails the save cleanly), and the report says what ran."""
+    _need("node")
+    import json
+
+    out = str(tmp_path)
+    args = ["--kind", "state-storage", "--format", "reference", "--workload", "first-save"]
+    run = subprocess.run(
+        [
+            PY,
+            "-m",
+            "crashpoint",
+            "verify",
+            "--exec",
+            SEED,
+            *args,
+            "--fault",
+            "1:ENOSPC",
+            "--out",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+        report = json.load(f)
+    assert [s["faults"] for s in report["scenarios"]] == [1]
+    assert report["exec"]["untargeted_faults"] == []
+    assert report["exec"]["process_kinds"]["traced"] == 2  # the clean save, the faulted one
