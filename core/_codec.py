@@ -1345,7 +1345,10 @@ def _encode_bytes(state: AgentState, persistence: bool) -> bytes:
     plain = all(type(key) is str for key in obj["systemReminders"])
     digest = hashlib.blake2b(data, digest_size=16).digest()
     if not plain or digest not in _CHECKED:
-        _decode_checked(obj)
+        # the verdict is that of the same bytes (above): when the fast decoder takes
+        # them, the reference decoder reads them, so the document passes the check
+        if not plain or (_FAST or _fast()).fast_decode(data, _json_object) is None:
+            _decode_checked(obj)
         if plain:
             if len(_CHECKED) >= _CHECKED_MAX:
                 _CHECKED.clear()

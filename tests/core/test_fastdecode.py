@@ -10,6 +10,7 @@ The fast path alone either returns the oracle's state or declines (None).
 
 from __future__ import annotations
 
+import enum
 import json
 import random
 import subprocess
@@ -362,3 +363,50 @@ def test_msgspec_is_imported_on_first_decode_not_with_the_package() -> None:
     code += "; c.decode_bytes(b'{\"sessionId\":\"s\"}'); print('msgspec' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+class _Count(enum.IntEnum):
+    THREE = 3
+
+
+def _reference_encode_bytes(state: AgentState) -> bytes:
+    """encode_bytes with the reference decoder's check on every document."""
+    obj = _codec._Encoder(True).document(state)
+    _codec._decode_checked(obj)
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("total_loop_count", _Count.THREE),
+        ("total_loop_count", 3.0),
+        ("total_loop_count", True),
+        ("total_loop_count", -1),
+        ("total_loop_count", 10**4100),
+        ("total_loop_count", 10**4050),
+        ("is_running", 1),
+        ("system_reminders", {1: "x"}),
+        ("system_reminders", {"a": 1}),
+        ("metadata", {"a": float("nan")}),
+        ("metadata", {"a": (1, 2)}),
+        ("metadata", {1: 2}),
+        ("metadata", {"a": "\ud800"}),
+        ("metadata", {"a": 10**4050}),
+        ("active_skills", ("a",)),
+        ("active_skills", ["a", 1]),
+        ("session_id", "\ud800"),
+        ("last_error", 5),
+    ],
+)
+def test_encode_accepts_and_refuses_what_the_reference_check_does(
+    field: str, value: object
+) -> None:
+    """The encoder's check takes the fast decoder's word for documents it reads."""
+    state = valid_state(random.Random(6))
+    setattr(state, field, value)
+    _codec._CHECKED.clear()
+    expected = outcome(lambda: _reference_encode_bytes(state))
+    _codec._CHECKED.clear()
+    assert outcome(lambda: encode_bytes(state)) == expected
