@@ -12,6 +12,7 @@ import errno
 import hashlib
 import os
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._trace import Op, OpKind
@@ -49,11 +50,16 @@ class CrashState:
                 return data
         return None
 
-    def digest(self) -> str:
-        """A short, stable hex identity of this state (for reports and shards)."""
+    def digest(self, file_sha256: Callable[[bytes], bytes] | None = None) -> str:
+        """A short, stable hex identity of this state (for reports and shards): 16 hex
+        digits of a sha256 over each file's path and content sha256 and each directory.
+
+        ``file_sha256``: gives the sha256 digest (32 bytes) of a content, e.g. from a
+        memo; the default computes it."""
         h = hashlib.sha256()
         for path, data in self.files:
-            h.update(b"f\0" + path.encode() + b"\0" + hashlib.sha256(data).digest())
+            sha = hashlib.sha256(data).digest() if file_sha256 is None else file_sha256(data)
+            h.update(b"f\0" + path.encode() + b"\0" + sha)
         for path in self.dirs:
             h.update(b"d\0" + path.encode() + b"\0")
         return h.hexdigest()[:16]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import hashlib
 import math
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core import ErrorCode, encode_bytes
+from ..core import AgentState, ErrorCode, encode_bytes
 from ..faultfs import (
     PROCESS_CRASH,
     CrashState,
@@ -394,16 +395,20 @@ class Checker:
         self.model = model
         self.target = target
         self.wanted = wanted
-        self.observed: dict[
-            CrashState, tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
-        ] = {}
-        self.probed: dict[CrashState, object] = {}
-        self.leaks: dict[CrashState, list[tuple[str, str]]] = {}
+        # Per distinct crash state, by its identity (CrashState.digest): the verdict
+        # material, never the state's files, and no decoded state of its own (equal
+        # loaded states are kept once, in ``_states``): memory does not grow with the
+        # files of the crash states (issue 11).
+        self.observed: dict[str, _Probed] = {}
+        self.probed: dict[str, object] = {}
+        self.leaks: dict[str, list[tuple[str, str]]] = {}
         self.check_seconds = 0.0
+        self._states = _EqualStates()
+        self._digests = _FileDigests()
         # Violations of one recording share its known snapshots and their renderings.
         self._known_for: Recording | None = None
         self._known: dict[bytes, str] = {}
-        self._rendered: dict[tuple[CrashState, str], dict[str, str]] = {}
+        self._rendered: dict[tuple[str, str], dict[str, str]] = {}
 
     def violation(
         self,
@@ -424,10 +429,11 @@ class Checker:
         )
         if recording is not self._known_for:
             self._known_for, self._known, self._rendered = recording, _known_blobs(recording), {}
-        rendered = self._rendered.get((state, sid))
+        digest = self._digests.state(state)
+        rendered = self._rendered.get((digest, sid))
         if rendered is None:
             storage = self.target(MemoryFileSystem(state), BASE_DIR)
-            rendered = self._rendered[state, sid] = _render_state(state, sid, storage, self._known)
+            rendered = self._rendered[digest, sid] = _render_state(state, sid, storage, self._known)
         return Violation(
             inv.value,
             self.workload.name,
@@ -438,7 +444,7 @@ class Checker:
             ops[k - 1].render() if k > 0 else _NOTHING_DONE,
             sid,
             rendered,
-            state.digest(),
+            digest,
             expected,
             got,
             replay,
@@ -520,13 +526,14 @@ class Checker:
             at_end = k == len(ops)
             for state in states:
                 result.raw_states += 1
-                cached = self.observed.get(state)
+                digest = self._digests.state(state)
+                cached = self.observed.get(digest)
                 if cached is None:
-                    cached = _probe(state, sessions, self.target, wanted)
-                    self.observed[state] = cached
+                    cached = _probe(state, sessions, self.target, wanted, self._states)
+                    self.observed[digest] = cached
                 obs_by_sid, c1_by_sid, v1_by_sid = cached
                 if Invariant.S2 in wanted:
-                    for path, secret in self._leaks(state):
+                    for path, secret in self._leaks(state, digest):
                         if (path, secret) not in leaked:
                             leaked.add((path, secret))
                             emit(
@@ -560,25 +567,26 @@ class Checker:
                             "load_or_create wrote to the disk",
                         )
                 if workload.probe is not None and workload.check is not None:
-                    if state not in self.probed:
-                        self.probed[state] = workload.probe(state, self.target.factory)
+                    probed = self.probed.get(digest, _NOT_PROBED)
+                    if probed is _NOT_PROBED:
+                        probed = self.probed[digest] = workload.probe(state, self.target.factory)
                     marks = recording.marks_before(k)
-                    for f in workload.check(self.probed[state], k, marks):
+                    for f in workload.check(probed, k, marks):
                         inv = Invariant(f.invariant)
                         if inv in wanted:
                             emit(inv, k, state, f.session_id, f.expected, f.got)
             self.check_seconds += time.perf_counter() - t0
 
-    def _leaks(self, state: CrashState) -> list[tuple[str, str]]:
-        found = self.leaks.get(state)
+    def _leaks(self, state: CrashState, digest: str) -> list[tuple[str, str]]:
+        found = self.leaks.get(digest)
         if found is None:
-            found = self.leaks[state] = secrets_in_state(state, SECRETS)
+            found = self.leaks[digest] = secrets_in_state(state, SECRETS)
         return found
 
     def finish(self, result: ExplorationResult) -> None:
         """Sort the violations (most severe, then minimal, first) and fill in the
         distinct-state count."""
-        result.state_ids = {state.digest() for state in self.observed}
+        result.state_ids = set(self.observed)
         result.distinct_states = len(result.state_ids)
         result.violations.sort(key=violation_order)
         result.check_seconds = self.check_seconds
@@ -607,15 +615,31 @@ def _session_of(calls: Sequence[Call], index: int, default: str) -> str:
     return default
 
 
+_Probed = tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
+"""What a distinct crash state gave: per session, the load observed, whether C1's
+load_or_create wrote, whether V1 requires a refusal."""
+
+_NOT_PROBED = object()
+
+
 def _probe(
-    state: CrashState, sessions: Sequence[str], target: Target, wanted: set[Invariant]
-) -> tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]:
+    state: CrashState,
+    sessions: Sequence[str],
+    target: Target,
+    wanted: set[Invariant],
+    states: _EqualStates | None = None,
+) -> _Probed:
     """Reboot ``state`` and load each session; for C1, also try load_or_create on a
     session that failed to load for a reason other than not-found; for V1, whether
-    the disk holds a future version load must refuse."""
+    the disk holds a future version load must refuse. With ``states``, a loaded state
+    equal to one loaded before is replaced by that one (kept once)."""
     fs = MemoryFileSystem(state)
     storage = target(fs, BASE_DIR)
     obs = {sid: observe(storage, sid) for sid in sessions}
+    if states is not None:
+        for sid, o in obs.items():
+            if o.state is not None:
+                obs[sid] = Observation(states.canonical(o.state), o.code, o.detail)
     c1: dict[str, bool] = {}
     if Invariant.C1 in wanted:
         for sid, o in obs.items():
@@ -639,3 +663,62 @@ def _state_after(recording: Recording, k: int) -> CrashState:
 def _in_shard(state: CrashState, shard: tuple[int, int]) -> bool:
     k, n = shard
     return int(state.digest(), 16) % n == k - 1
+
+
+class _EqualStates:
+    """Loaded agent states kept once per value: :meth:`canonical` gives the first
+    state seen equal to the one given (``==``, field by field), so a crash state's
+    observation holds a shared reference, not a decoded copy of its own. The verdicts
+    (:func:`judge`, ``describe``) depend on a state's value only."""
+
+    __slots__ = ("_buckets",)
+
+    def __init__(self) -> None:
+        self._buckets: dict[tuple[object, ...], list[AgentState]] = {}
+
+    def canonical(self, state: AgentState) -> AgentState:
+        key = (
+            state.session_id,
+            state.schema_version,
+            len(state.messages),
+            state.is_running,
+            state.total_loop_count,
+            state.current_loop_count,
+            len(state.usages),
+            len(state.episodic_memories),
+        )
+        bucket = self._buckets.setdefault(key, [])
+        for known in bucket:
+            if known is state or known == state:
+                return known
+        bucket.append(state)
+        return state
+
+
+class _FileDigests:
+    """:meth:`CrashState.digest` with each file's sha256 remembered while its bytes are
+    (crash states of neighbouring crash points share their ``bytes`` objects); at most
+    :attr:`LIMIT` bytes of contents are held, then the memo starts again."""
+
+    LIMIT = 8 * 2**20
+
+    __slots__ = ("_held", "_sha")
+
+    def __init__(self) -> None:
+        self._sha: dict[bytes, bytes] = {}
+        self._held = 0
+
+    def file(self, data: bytes) -> bytes:
+        found = self._sha.get(data)
+        if found is None:
+            found = hashlib.sha256(data).digest()
+            if self._held + len(data) > self.LIMIT:
+                self._sha.clear()
+                self._held = 0
+            if len(data) <= self.LIMIT:
+                self._sha[data] = found
+                self._held += len(data)
+        return found
+
+    def state(self, state: CrashState) -> str:
+        return state.digest(self.file)
