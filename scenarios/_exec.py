@@ -319,44 +319,64 @@ class ExecRunner(Runner):
         self.batch = _replies(proc.stdout, 2) is not None
         return self.batch
 
-    def prefetch_loads(self, wanted: dict[CrashState, list[bytes]], jobs: int) -> None:
+    def prefetch_loads(
+        self,
+        wanted: dict[CrashState, list[bytes]],
+        jobs: int,
+        optional: dict[CrashState, list[bytes]] | None = None,
+    ) -> None:
         """Answer the requests ``wanted[state]`` (loads, or the C1 probe's
         ``load_or_create``) now, plain, ``jobs`` processes at a time: one fresh process
         per distinct state when the command takes a batch (:meth:`detect_batch`), else
-        one per (state, request). A batch that changed a file, or whose reply is not one
-        reply per request, is not kept: its requests run one per process
+        one per (state, request). ``optional[state]``: requests added to that state's
+        batch when it is one anyway, never run on their own. A batch that changed a
+        file, or whose reply is not one reply per request, is not kept: it is run again
+        without the optional requests, then its requests one per process
         (:meth:`plain_call`, which notes whether each changed a file)."""
-        todo: list[tuple[CrashState, list[bytes]]] = []
+        todo: list[tuple[CrashState, list[bytes], list[bytes]]] = []
+        extra = optional or {}
         for state, bodies in wanted.items():
             digest = state.digest()
             with self._lock:
                 left = [b for b in dict.fromkeys(bodies) if (digest, b.decode()) not in self._plain]
+                more = [
+                    b
+                    for b in dict.fromkeys(extra.get(state, ()))
+                    if (digest, b.decode()) not in self._plain and b not in left
+                ]
             if left:
-                todo.append((state, left))
+                todo.append((state, left, more))
         if not todo:
             return
 
-        def one(item: tuple[CrashState, list[bytes]]) -> None:
-            state, bodies = item
-            if not self.batch or len(bodies) == 1:
-                for b in bodies:
-                    self.plain_call(state, b)
+        def one(item: tuple[CrashState, list[bytes], list[bytes]]) -> None:
+            state, bodies, more = item
+            if self.batch and more and self._batch(state, bodies + more):
                 return
-            rc, out, err, wrote = self._spawn_plain(state, b"[" + b", ".join(bodies) + b"]")
-            with self._lock:
-                self.counts["load batch"] = self.counts.get("load batch", 0) + 1
-            replies = None if wrote else _replies(out, len(bodies))
-            if replies is None:
-                for b in bodies:
-                    self.plain_call(state, b)
+            if self.batch and len(bodies) > 1 and self._batch(state, bodies):
                 return
-            digest = state.digest()
-            with self._lock:
-                for b, reply in zip(bodies, replies, strict=True):
-                    self._plain.setdefault((digest, b.decode()), (rc, reply, err, False))
+            for b in bodies:
+                self.plain_call(state, b)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             list(pool.map(one, todo))
+
+    def _batch(self, state: CrashState, bodies: list[bytes]) -> bool:
+        """One process answering ``bodies`` on ``state``; False (nothing kept) when it
+        changed a file or did not give one reply per request."""
+        rc, out, err, wrote = self._spawn_plain(state, b"[" + b", ".join(bodies) + b"]")
+        with self._lock:
+            self.counts["load batch"] = self.counts.get("load batch", 0) + 1
+        replies = None if wrote else _replies(out, len(bodies))
+        if replies is None:
+            with self._lock:
+                self.counts["batch discarded"] = self.counts.get("batch discarded", 0) + 1
+            return False
+        digest = state.digest()
+        with self._lock:
+            for b, reply in zip(bodies, replies, strict=True):
+                self._plain.setdefault((digest, b.decode()), (rc, reply, err, False))
+        return True
 
     # --- processes ---------------------------------------------------------------
     def run(
@@ -1057,6 +1077,11 @@ def verify_exec_state_storage(
     return result, facts
 
 
+PILOT_STATES = 8
+"""Crash states per workload loaded before the others: the sessions whose load fails
+there other than not-found get their C1 probe in the later states' batches."""
+
+
 def _prefetch(
     runner: ExecRunner,
     tgt: Any,
@@ -1067,11 +1092,16 @@ def _prefetch(
     jobs: int,
 ) -> None:
     """Record each workload (in ``pool``), then load every distinct crash state of
-    every workload under every model (:meth:`ExecRunner.prefetch_loads`), then the
+    every workload under every model (:meth:`ExecRunner.prefetch_loads`), and run the
     C1 probe (``load_or_create`` of each session whose load failed other than
-    not-found, as the checker does) on those states, batched the same way: the
-    processes the checker would start one at a time, started ``jobs`` at a time and
-    each once. A probe that changed a file is re-run traced when the checker asks."""
+    not-found, as the checker does) on those states: the processes the checker would
+    start one at a time, started ``jobs`` at a time and each once.
+
+    The first :data:`PILOT_STATES` states of each workload are loaded first; in the
+    others' batches, the C1 probe of each session that failed there rides along (an
+    optional request: a batch it makes change a file is run again without it). The
+    probes still missing then run, batched per state. A probe that changed a file is
+    re-run traced when the checker asks."""
     from ..core import AgentState, ErrorCode
     from ._checkers import observe
     from ._explore import record
@@ -1080,23 +1110,45 @@ def _prefetch(
     points = None if crash_point is None else {crash_point}
     wanted: dict[CrashState, list[bytes]] = {}
     sessions: dict[CrashState, list[str]] = {}
-    for rec in pool.map(lambda w: record(w, tgt), chosen):
+    owner: dict[CrashState, str] = {}
+    pilot: dict[CrashState, list[bytes]] = {}
+    for w, rec in zip(chosen, pool.map(lambda w: record(w, tgt), chosen), strict=True):
         bodies = [_load_request(sid) for sid in rec.sessions]
+        seen = 0
         for m in models:
             for point in crash_points(m, rec.initial, rec.ops, points=points):
                 for s in point.states:
+                    if s not in owner:
+                        owner[s] = w.name
+                        if seen < PILOT_STATES:
+                            seen += 1
+                            pilot[s] = bodies
                     wanted.setdefault(s, []).extend(bodies)
                     sessions.setdefault(s, []).extend(rec.sessions)
-    runner.prefetch_loads(wanted, jobs)
 
-    probes: dict[CrashState, list[bytes]] = {}
-    for s, sids in sessions.items():
-        for sid in dict.fromkeys(sids):
+    def probe(s: CrashState, sid: str) -> bytes:
+        return _request("load_or_create", sid, AgentState.new(sid, {}))  # as the checker
+
+    def failing(s: CrashState) -> list[str]:
+        out = []
+        for sid in dict.fromkeys(sessions[s]):
             obs = observe(tgt(MemoryFileSystem(s), BASE_DIR), sid)
             if obs.state is None and obs.code != ErrorCode.SESSION_NOT_FOUND:
-                fresh = AgentState.new(sid, {})  # what the checker's probe sends
-                probes.setdefault(s, []).append(_request("load_or_create", sid, fresh))
-    runner.prefetch_loads(probes, jobs)
+                out.append(sid)
+        return out
+
+    runner.prefetch_loads({s: wanted[s] for s in pilot}, jobs)
+    likely: dict[str, set[str]] = {}
+    for s in pilot:
+        likely.setdefault(owner[s], set()).update(failing(s))
+    rest = {s: b for s, b in wanted.items() if s not in pilot}
+    ride = {
+        s: [probe(s, sid) for sid in dict.fromkeys(sessions[s]) if sid in likely.get(owner[s], ())]
+        for s in rest
+    }
+    runner.prefetch_loads(rest, jobs, optional=ride)
+    probes = {s: [probe(s, sid) for sid in failing(s)] for s in wanted}
+    runner.prefetch_loads({s: b for s, b in probes.items() if b}, jobs)
 
 
 def _load_request(session_id: str) -> bytes:
