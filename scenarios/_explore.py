@@ -472,6 +472,9 @@ class Checker:
         wanted = self.wanted
         ops = recording.ops
         sessions = recording.sessions
+        for call in recording.calls:  # a load equal to a saved state shares its value
+            if call.saved is not None and call.saved.state is not None:
+                self._states.offer(call.saved.state)
         first = sessions[0] if sessions else ""
         out = result.violations
 
@@ -676,8 +679,9 @@ class _EqualStates:
     def __init__(self) -> None:
         self._buckets: dict[tuple[object, ...], list[AgentState]] = {}
 
-    def canonical(self, state: AgentState) -> AgentState:
-        key = (
+    @staticmethod
+    def _key(state: AgentState) -> tuple[object, ...]:
+        return (
             state.session_id,
             state.schema_version,
             len(state.messages),
@@ -687,7 +691,17 @@ class _EqualStates:
             len(state.usages),
             len(state.episodic_memories),
         )
-        bucket = self._buckets.setdefault(key, [])
+
+    def offer(self, state: AgentState) -> None:
+        """Make ``state`` (one the caller keeps anyway: a recording's expected state)
+        the one kept for its value, unless this very object is known."""
+        bucket = self._buckets.setdefault(self._key(state), [])
+        if not any(known is state for known in bucket):
+            bucket.append(state)
+
+    def canonical(self, state: AgentState) -> AgentState:
+        """The first state kept equal to ``state``; else ``state``, kept from now on."""
+        bucket = self._buckets.setdefault(self._key(state), [])
         for known in bucket:
             if known is state or known == state:
                 return known
