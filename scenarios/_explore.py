@@ -533,7 +533,7 @@ class Checker:
                 cached = self.observed.get(digest)
                 if cached is None:
                     cached = _probe(state, sessions, self.target, wanted, self._states)
-                    self.observed[digest] = cached
+                    cached = self.observed[digest] = self._states.shared(cached)
                 obs_by_sid, c1_by_sid, v1_by_sid = cached
                 if Invariant.S2 in wanted:
                     for path, secret in self._leaks(state, digest):
@@ -583,7 +583,7 @@ class Checker:
     def _leaks(self, state: CrashState, digest: str) -> list[tuple[str, str]]:
         found = self.leaks.get(digest)
         if found is None:
-            found = self.leaks[digest] = secrets_in_state(state, SECRETS)
+            found = self.leaks[digest] = secrets_in_state(state, SECRETS) or _NO_LEAKS
         return found
 
     def finish(self, result: ExplorationResult) -> None:
@@ -623,6 +623,7 @@ _Probed = tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
 load_or_create wrote, whether V1 requires a refusal."""
 
 _NOT_PROBED = object()
+_NO_LEAKS: list[tuple[str, str]] = []  # shared by every state without a leak; never mutated
 
 
 def _probe(
@@ -674,10 +675,26 @@ class _EqualStates:
     observation holds a shared reference, not a decoded copy of its own. The verdicts
     (:func:`judge`, ``describe``) depend on a state's value only."""
 
-    __slots__ = ("_buckets",)
+    __slots__ = ("_buckets", "_probed")
 
     def __init__(self) -> None:
         self._buckets: dict[tuple[object, ...], list[AgentState]] = {}
+        # equal probe results (by the identity of their kept states), kept once
+        self._probed: dict[tuple[object, ...], _Probed] = {}
+
+    def shared(self, probed: _Probed) -> _Probed:
+        """``probed``, or an equal probe result kept before (its loaded states already
+        made canonical): most distinct crash states load the same way."""
+        obs, c1, v1 = probed
+        key = (
+            tuple((sid, id(o.state), o.code, o.detail) for sid, o in obs.items()),
+            tuple(c1.items()),
+            tuple(v1.items()),
+        )
+        found = self._probed.get(key)
+        if found is None:
+            found = self._probed[key] = probed
+        return found
 
     @staticmethod
     def _key(state: AgentState) -> tuple[object, ...]:
