@@ -40,7 +40,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,10 +232,40 @@ class ExecRunner(Runner):
         self.batch = False
         """The storage command answers a JSON array of requests (:meth:`detect_batch`)."""
         self.counts: dict[str, int] = {}
-        """Processes run, by kind: ``load`` (one read-only request), ``load batch``
-        (the read-only requests of one crash state), ``traced`` (under strace),
-        ``plain`` (a document load not traced), ``batch probe``."""
+        """Processes run, by kind: ``load`` (one request run plain), ``load batch``
+        (the requests of one crash state), ``batch discarded`` (of those, the ones
+        that changed a file: run again), ``probe``/``probe batch`` (C1 probes that
+        did not ride in their state's batch), ``traced`` (under strace), ``plain`` (a
+        document load not traced), ``batch probe`` (:meth:`detect_batch`); the
+        conformance suite's are counted apart (``conformance load``...)."""
         self.last_sources: list[Source] = []
+
+    def sharing(self) -> ExecRunner:
+        """A runner of the same commands that shares this one's reply and trace caches
+        (and lock) but counts its processes and keeps its notes apart; :meth:`absorb`
+        adds them back. Lets a sequence of calls (the conformance suite) run beside
+        other work with the report as if it had run after it."""
+        other = ExecRunner(
+            self.save_cmd,
+            self.load_cmd,
+            base_dir=self.base_dir,
+            timeout=self.exec_timeout,
+            trace_loads=self.trace_loads,
+            storage=self.storage_cmd or None,
+        )
+        other._plain, other._recorded, other._sources = self._plain, self._recorded, self._sources
+        other._lock, other.batch, other.cwd = self._lock, self.batch, self.cwd
+        return other
+
+    def absorb(self, other: ExecRunner, label: str = "") -> None:
+        """Add ``other``'s processes, counts (each kind prefixed with ``label``) and
+        ignored paths (see :meth:`sharing`) after this runner's own: its unsupported
+        calls and escapes are not kept."""
+        with self._lock:
+            self.processes += other.processes
+            for kind, n in other.counts.items():
+                self.counts[f"{label}{kind}"] = self.counts.get(f"{label}{kind}", 0) + n
+            self.ignored += [p for p in other.ignored if p not in self.ignored]
 
     def __enter__(self) -> ExecRunner:
         return self
@@ -263,11 +293,14 @@ class ExecRunner(Runner):
                 self._unsupported.append(text)
 
     # --- read-only calls, plain and batched -------------------------------------------
-    def plain_call(self, state: CrashState, body: bytes) -> tuple[int, bytes, bytes, bool]:
+    def plain_call(
+        self, state: CrashState, body: bytes, kind: str = "load"
+    ) -> tuple[int, bytes, bytes, bool]:
         """Run the storage command once on a fresh real copy of ``state`` with the
         request ``body`` on stdin, not traced: ``(exit status, stdout, stderr, wrote)``,
         ``wrote`` when it changed a file or directory (contents, identity or times).
-        Cached per (state digest, request): the same image gives the same reply."""
+        Cached per (state digest, request): the same image gives the same reply;
+        counted as ``kind`` in :attr:`counts`."""
         key = (state.digest(), body.decode())
         with self._lock:
             hit = self._plain.get(key)
@@ -276,7 +309,7 @@ class ExecRunner(Runner):
         out = self._spawn_plain(state, body)
         with self._lock:
             self._plain[key] = out
-            self.counts["load"] = self.counts.get("load", 0) + 1
+            self.counts[kind] = self.counts.get(kind, 0) + 1
         return out
 
     def _spawn_plain(self, state: CrashState, stdin: bytes) -> tuple[int, bytes, bytes, bool]:
@@ -324,6 +357,7 @@ class ExecRunner(Runner):
         wanted: dict[CrashState, list[bytes]],
         jobs: int,
         optional: dict[CrashState, list[bytes]] | None = None,
+        kind: str = "load",
     ) -> None:
         """Answer the requests ``wanted[state]`` (loads, or the C1 probe's
         ``load_or_create``) now, plain, ``jobs`` processes at a time: one fresh process
@@ -332,7 +366,8 @@ class ExecRunner(Runner):
         batch when it is one anyway, never run on their own. A batch that changed a
         file, or whose reply is not one reply per request, is not kept: it is run again
         without the optional requests, then its requests one per process
-        (:meth:`plain_call`, which notes whether each changed a file)."""
+        (:meth:`plain_call`, which notes whether each changed a file). ``kind``: what
+        the processes are counted as in :attr:`counts` (``kind``, ``kind batch``)."""
         todo: list[tuple[CrashState, list[bytes], list[bytes]]] = []
         extra = optional or {}
         for state, bodies in wanted.items():
@@ -351,22 +386,22 @@ class ExecRunner(Runner):
 
         def one(item: tuple[CrashState, list[bytes], list[bytes]]) -> None:
             state, bodies, more = item
-            if self.batch and more and self._batch(state, bodies + more):
+            if self.batch and more and self._batch(state, bodies + more, kind):
                 return
-            if self.batch and len(bodies) > 1 and self._batch(state, bodies):
+            if self.batch and len(bodies) > 1 and self._batch(state, bodies, kind):
                 return
             for b in bodies:
-                self.plain_call(state, b)
+                self.plain_call(state, b, kind)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             list(pool.map(one, todo))
 
-    def _batch(self, state: CrashState, bodies: list[bytes]) -> bool:
+    def _batch(self, state: CrashState, bodies: list[bytes], kind: str) -> bool:
         """One process answering ``bodies`` on ``state``; False (nothing kept) when it
         changed a file or did not give one reply per request."""
         rc, out, err, wrote = self._spawn_plain(state, b"[" + b", ".join(bodies) + b"]")
         with self._lock:
-            self.counts["load batch"] = self.counts.get("load batch", 0) + 1
+            self.counts[f"{kind} batch"] = self.counts.get(f"{kind} batch", 0) + 1
         replies = None if wrote else _replies(out, len(bodies))
         if replies is None:
             with self._lock:
@@ -1042,10 +1077,20 @@ def verify_exec_state_storage(
             out.append(e)
         return out
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    conformance: Future[list[tuple[Any, str | None]]] | None = None
+    apart = runner.sharing()
+    with ThreadPoolExecutor(max_workers=jobs) as pool, ThreadPoolExecutor(1) as side:
         crash_results: dict[tuple[str, str], EngineResult] = {}
         if fault is None:
             _prefetch(runner, tgt, chosen, models, crash_point, pool, jobs)
+            if crash_point is None:
+                # The suite is a chain of single processes: it runs beside the judging
+                # (on a runner of its own, so the report is as if it ran after it).
+                conformance = side.submit(
+                    run_conformance,
+                    lambda fs: ExecStateStorage(apart, fs, BASE_DIR),
+                    reference_format=reference_format,
+                )
             tasks = [(w, m) for w in chosen for m in models]
             for (w, m), r in zip(tasks, pool.map(crashes, tasks), strict=True):
                 crash_results[w.name, m.name] = r
@@ -1062,8 +1107,9 @@ def verify_exec_state_storage(
     unsupported = runner.unsupported()
     for r in result.results:
         r.unsupported += [u for u in unsupported if u not in r.unsupported]
-    if crash_point is None and fault is None:
-        failed = run_conformance(lambda fs: tgt(fs, BASE_DIR), reference_format=reference_format)
+    if conformance is not None:
+        failed = conformance.result()
+        runner.absorb(apart, "conformance ")
         result.conformance = [
             {"id": c.id, "check": c.name, "passed": why is None, "why": why} for c, why in failed
         ]
@@ -1077,11 +1123,6 @@ def verify_exec_state_storage(
     return result, facts
 
 
-PILOT_STATES = 8
-"""Crash states per workload loaded before the others: the sessions whose load fails
-there other than not-found get their C1 probe in the later states' batches."""
-
-
 def _prefetch(
     runner: ExecRunner,
     tgt: Any,
@@ -1091,17 +1132,19 @@ def _prefetch(
     pool: ThreadPoolExecutor,
     jobs: int,
 ) -> None:
-    """Record each workload (in ``pool``), then load every distinct crash state of
-    every workload under every model (:meth:`ExecRunner.prefetch_loads`), and run the
-    C1 probe (``load_or_create`` of each session whose load failed other than
-    not-found, as the checker does) on those states: the processes the checker would
-    start one at a time, started ``jobs`` at a time and each once.
+    """Record each workload (in ``pool``), then answer, ``jobs`` processes at a time
+    and each once, what the checker will ask of every distinct crash state of every
+    workload under every model (:meth:`ExecRunner.prefetch_loads`): the load of each
+    session of every workload reaching it, and the C1 probe (``load_or_create`` of
+    each session whose load failed other than not-found, as the checker does).
 
-    The first :data:`PILOT_STATES` states of each workload are loaded first; in the
-    others' batches, the C1 probe of each session that failed there rides along (an
-    optional request: a batch it makes change a file is run again without it). The
-    probes still missing then run, batched per state. A probe that changed a file is
-    re-run traced when the checker asks."""
+    One process per distinct disk image answers all its requests. Images that show
+    a session in a file layout not seen before (:func:`_layout`) are loaded first;
+    in the others' batches, the probe of each session rides along (an optional
+    request) when its layout's load did not say not-found there: a batch a probe
+    made change a file is run again without them. The probes still missing then
+    run, batched per image. A probe that changed a file is re-run traced when the
+    checker asks."""
     from ..core import AgentState, ErrorCode
     from ._checkers import observe
     from ._explore import record
@@ -1110,24 +1153,20 @@ def _prefetch(
     points = None if crash_point is None else {crash_point}
     wanted: dict[CrashState, list[bytes]] = {}
     sessions: dict[CrashState, list[str]] = {}
-    owner: dict[CrashState, str] = {}
-    pilot: dict[CrashState, list[bytes]] = {}
-    for w, rec in zip(chosen, pool.map(lambda w: record(w, tgt), chosen), strict=True):
+    for rec in pool.map(lambda w: record(w, tgt), chosen):
         bodies = [_load_request(sid) for sid in rec.sessions]
-        seen = 0
         for m in models:
             for point in crash_points(m, rec.initial, rec.ops, points=points):
                 for s in point.states:
-                    if s not in owner:
-                        owner[s] = w.name
-                        if seen < PILOT_STATES:
-                            seen += 1
-                            pilot[s] = bodies
                     wanted.setdefault(s, []).extend(bodies)
                     sessions.setdefault(s, []).extend(rec.sessions)
 
-    def probe(s: CrashState, sid: str) -> bytes:
+    def probe(sid: str) -> bytes:
         return _request("load_or_create", sid, AgentState.new(sid, {}))  # as the checker
+
+    def not_found(s: CrashState, sid: str) -> bool:
+        obs = observe(tgt(MemoryFileSystem(s), BASE_DIR), sid)
+        return obs.state is None and obs.code == ErrorCode.SESSION_NOT_FOUND
 
     def failing(s: CrashState) -> list[str]:
         out = []
@@ -1137,18 +1176,38 @@ def _prefetch(
                 out.append(sid)
         return out
 
-    runner.prefetch_loads({s: wanted[s] for s in pilot}, jobs)
-    likely: dict[str, set[str]] = {}
-    for s in pilot:
-        likely.setdefault(owner[s], set()).update(failing(s))
-    rest = {s: b for s, b in wanted.items() if s not in pilot}
-    ride = {
-        s: [probe(s, sid) for sid in dict.fromkeys(sessions[s]) if sid in likely.get(owner[s], ())]
-        for s in rest
+    layouts = {
+        s: {sid: _layout(s, sid, BASE_DIR) for sid in dict.fromkeys(sids)}
+        for s, sids in sessions.items()
     }
-    runner.prefetch_loads(rest, jobs, optional=ride)
-    probes = {s: [probe(s, sid) for sid in failing(s)] for s in wanted}
-    runner.prefetch_loads({s: b for s, b in probes.items() if b}, jobs)
+    first: dict[CrashState, list[bytes]] = {}
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for s, by_sid in layouts.items():
+        keys = set(by_sid.items())
+        if not keys <= seen:
+            first[s] = wanted[s]
+            seen |= keys
+    runner.prefetch_loads(first, jobs)
+    found = {(sid, lay) for s in first for sid, lay in layouts[s].items() if not not_found(s, sid)}
+    ride = {
+        s: [probe(sid) for sid, lay in layouts[s].items() if (sid, lay) in found]
+        for s in wanted
+        if s not in first
+    }
+    runner.prefetch_loads({s: b for s, b in wanted.items() if s not in first}, jobs, optional=ride)
+    probes = {s: [probe(sid) for sid in failing(s)] for s in wanted}
+    runner.prefetch_loads({s: b for s, b in probes.items() if b}, jobs, kind="probe")
+
+
+def _layout(state: CrashState, sid: str, base: str) -> tuple[str, ...]:
+    """The names of the files and directories under ``base`` in ``state``, sorted,
+    with ``sid`` written ``{}``: what mostly decides whether the session's load says
+    not-found there (the C1 probe writes only then, for most storages). Directories
+    end with ``/``."""
+    prefix = base.rstrip("/") + "/"
+    names = [p[len(prefix) :] for p, _ in state.files if p.startswith(prefix)]
+    names += [d[len(prefix) :] + "/" for d in state.dirs if d.startswith(prefix)]
+    return tuple(sorted(n.replace(sid, "{}") if sid else n for n in names))
 
 
 def _load_request(session_id: str) -> bytes:

@@ -460,3 +460,43 @@ def test_cli_state_storage_takes_a_fault(tmp_path: object) -> None:
     assert [s["faults"] for s in report["scenarios"]] == [1]
     assert report["exec"]["untargeted_faults"] == []
     assert report["exec"]["process_kinds"]["traced"] == 2  # the clean save, the faulted one
+
+
+def test_a_session_layout_is_the_file_names_with_the_session_written_as_braces() -> None:
+    """What decides whether the C1 probe rides in a batch (a guess: a wrong one
+    costs one process, never a finding)."""
+    from crashpoint.faultfs import CrashState
+    from crashpoint.scenarios._exec import _layout
+
+    state = CrashState(
+        files=(("/data/s1.json.tmp", b"{"), ("/data/s2.json", b"{}"), ("/else/s1.json", b"")),
+        dirs=("/data", "/data/s1"),
+    )
+    assert _layout(state, "s1", "/data") == ("s2.json", "{}.json.tmp", "{}/")
+    assert _layout(state, "s2", "/data") == ("s1.json.tmp", "s1/", "{}.json")
+    assert _layout(state, "", "/data") == ("s1.json.tmp", "s1/", "s2.json")
+
+
+@pytest.mark.exec
+def test_state_storage_starts_one_process_per_disk_image() -> None:
+    """Speed item of issue 13: every distinct disk image (over every workload and
+    model) is loaded by one fresh process answering all its requests, the C1 probes
+    included (a batch a probe made change a file is run again without it); the
+    processes beyond are the recordings' traced calls and the conformance suite's."""
+    _need("node")
+    result, facts = verify_exec_state_storage(
+        SEED,
+        models=resolve_models("process-crash,power-loss"),
+        workloads=["load-or-create-corrupt", "two-quick-saves", "corrupt-main-good-bak"],
+        jobs=2,
+        reference_format=True,
+    )
+    images: set[str] = set().union(*(r.state_ids for r in result.results))
+    k = facts.counts
+    assert k.get("batch discarded", 0) == 0
+    assert k.get("load", 0) + k.get("load batch", 0) == len(images) == 40
+    probes = k.get("probe", 0) + k.get("probe batch", 0)
+    assert probes <= 2
+    conformance = sum(n for kind, n in k.items() if kind.startswith("conformance "))
+    assert conformance > 0 and result.failed_checks == []
+    assert facts.processes == len(images) + probes + k["traced"] + k["batch probe"] + conformance
