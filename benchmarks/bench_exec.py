@@ -92,12 +92,14 @@ def main() -> int:
         )
         seconds, cpu_s = time.perf_counter() - t0, _cpu() - c0
         states = sum(r.distinct_states for r in result.results)
+        images = len(set().union(*(r.state_ids for r in result.results)))
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(facts.counts.items()))
         print(
             f"node seed port, storage catalogue ({len({r.workload for r in result.results})} "
             f"workloads), all models, --jobs {args.jobs}: {seconds:.1f} s wall, {cpu_s:.1f} s "
             f"CPU, {facts.processes} processes ({kinds}), {states} distinct states summed over "
-            f"(workload, model), killed by {result.killed_by()} (target: under 120 s)"
+            f"(workload, model), {images} distinct disk images, killed by {result.killed_by()} "
+            "(target: under 120 s)"
         )
     return 0
 
