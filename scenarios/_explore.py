@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core import AgentState, ErrorCode, encode_bytes
+from ..core._codec import decode_memo
 from ..faultfs import (
     PROCESS_CRASH,
     CrashState,
@@ -333,6 +334,7 @@ def _wanted(checker: Iterable[Invariant | str] | None, *, faults: bool) -> set[I
     return chosen
 
 
+@decode_memo()  # one content-addressed decode memo per exploration (issue 11)
 def explore(
     workload: Workload,
     *,

@@ -19,6 +19,7 @@ import errno
 import time
 from collections.abc import Iterable, Sequence
 
+from ..core._codec import decode_memo
 from ..faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
 from ._checkers import Invariant
 from ._explore import (
@@ -160,6 +161,7 @@ def explore_faults(
     return result
 
 
+@decode_memo()  # one content-addressed decode memo per exploration (issue 11)
 def explore_faults_models(
     workload: Workload,
     *,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core._codec import decode_memo
 from ..faultfs import MODELS
 from ._explore import ExplorationResult, explore, record
 from ._faults import explore_faults_models, fault_plan, fault_spec, parse_fault
@@ -123,6 +124,7 @@ def plan_tasks(
     return tasks
 
 
+@decode_memo()  # the task's explorations share one decode memo (issue 11)
 def run_task(task: Task) -> list[ExplorationResult]:
     """Run one task (in a worker process or in this one): one result per model of
     ``task.all_models``."""
