@@ -1079,18 +1079,20 @@ def verify_exec_state_storage(
 
     conformance: Future[list[tuple[Any, str | None]]] | None = None
     apart = runner.sharing()
+
+    def suite() -> list[tuple[Any, str | None]]:
+        return run_conformance(
+            lambda fs: ExecStateStorage(apart, fs, BASE_DIR), reference_format=reference_format
+        )
+
     with ThreadPoolExecutor(max_workers=jobs) as pool, ThreadPoolExecutor(1) as side:
         crash_results: dict[tuple[str, str], EngineResult] = {}
         if fault is None:
             _prefetch(runner, tgt, chosen, models, crash_point, pool, jobs)
-            if crash_point is None:
+            if crash_point is None and jobs > 1:
                 # The suite is a chain of single processes: it runs beside the judging
                 # (on a runner of its own, so the report is as if it ran after it).
-                conformance = side.submit(
-                    run_conformance,
-                    lambda fs: ExecStateStorage(apart, fs, BASE_DIR),
-                    reference_format=reference_format,
-                )
+                conformance = side.submit(suite)
             tasks = [(w, m) for w in chosen for m in models]
             for (w, m), r in zip(tasks, pool.map(crashes, tasks), strict=True):
                 crash_results[w.name, m.name] = r
@@ -1107,8 +1109,8 @@ def verify_exec_state_storage(
     unsupported = runner.unsupported()
     for r in result.results:
         r.unsupported += [u for u in unsupported if u not in r.unsupported]
-    if conformance is not None:
-        failed = conformance.result()
+    if crash_point is None and fault is None:
+        failed = suite() if conformance is None else conformance.result()
         runner.absorb(apart, "conformance ")
         result.conformance = [
             {"id": c.id, "check": c.name, "passed": why is None, "why": why} for c, why in failed
