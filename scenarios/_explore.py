@@ -383,7 +383,9 @@ class Checker:
 
     Keeps the per-crash-state cache (reboot + load happen once per distinct state,
     across every recording it checks: the faulted re-runs of a workload share most
-    of their crash states).
+    of their crash states), keyed by the state's digest: it holds what the verdicts
+    need (each load's outcome, equal loaded states and equal outcomes kept once), never
+    a crash state's files, so its memory does not grow with them (issue 11).
     """
 
     def __init__(
