@@ -63,6 +63,24 @@ def safe_session_file_name(session_id: str) -> str:
         StateError: ``invalid_session_id`` (``layer="storage"``, never retryable);
             the message shows the id through :func:`redact`.
     """
+    if type(session_id) is not str:  # a subclass may hash or compare its own way
+        return _safe_stem(session_id)
+    known = _STEMS.get(session_id)
+    if known is None:
+        known = _safe_stem(session_id)
+        if len(_STEMS) >= _STEMS_MAX:
+            _STEMS.clear()
+        _STEMS[session_id] = known
+    return known
+
+
+_STEMS: dict[str, str] = {}
+"""Stems already computed (a pure function of the id; explorations ask for the same
+few ids thousands of times). Invalid ids are not kept: they raise each time."""
+_STEMS_MAX = 4096
+
+
+def _safe_stem(session_id: str) -> str:
     if not isinstance(session_id, str):
         raise StateError(
             ErrorCode.INVALID_SESSION_ID,
