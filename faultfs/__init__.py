@@ -6,9 +6,10 @@ and derives crash states from the recorded trace with :func:`crash_points` under
 a :class:`PersistenceModel`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._descriptors import Description, DescriptorTable
 from ._image import CrashState, Image, os_error
-from ._intercept import Interception, intercept
 from ._memory import MemoryFileSystem
 from ._models import (
     MODELS,
@@ -25,6 +26,20 @@ from ._os import OsFileSystem
 from ._protocol import FileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
 from ._trace import Op, OpKind, Trace
+
+if TYPE_CHECKING:
+    from ._intercept import Interception, intercept
+
+
+def __getattr__(name: str) -> Any:
+    """``intercept`` and ``Interception`` are imported on first use: interception
+    (pyfakefs and the fake os/io) is for verify, and explore need not pay for it."""
+    if name in ("Interception", "intercept"):
+        from . import _intercept
+
+        return getattr(_intercept, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "MODELS",
