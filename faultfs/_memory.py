@@ -29,6 +29,11 @@ PATH_MAX = 4096
 """Size of the longest path, in bytes, terminating NUL included (Linux ``PATH_MAX``)."""
 
 
+_SHORT_NORMS: dict[str, str] = {}
+"""Normalised forms of absolute paths too short to break a length limit (a pure
+function of the path; the same few paths are looked up thousands of times)."""
+
+
 def _norm(path: str, image: Image | None = None, *, last: bool = True) -> str:
     """``path`` normalised, with the kernel's length limits when ``image`` is given.
 
@@ -40,10 +45,20 @@ def _norm(path: str, image: Image | None = None, *, last: bool = True) -> str:
     component is not checked (the caller looks it up itself, e.g. ``rename``).
     Lengths are those of ``os.fsencode``.
     """
+    short = len(path) * 4 <= NAME_MAX  # too short to break either limit
+    if short:
+        known = _SHORT_NORMS.get(path)
+        if known is not None:
+            return known
     if not path.startswith("/"):
         raise os_error(errno.EINVAL, path)
     norm = posixpath.normpath(path) if path != "/" else "/"
-    if image is None or len(path) * 4 <= NAME_MAX:  # too short to break either limit
+    if short:
+        if len(_SHORT_NORMS) >= 8192:
+            _SHORT_NORMS.clear()
+        _SHORT_NORMS[path] = norm
+        return norm
+    if image is None:
         return norm
     if len(os.fsencode(path)) >= PATH_MAX:
         raise os_error(errno.ENAMETOOLONG, path)
@@ -61,6 +76,8 @@ def _norm(path: str, image: Image | None = None, *, last: bool = True) -> str:
 
 def _too_long(path: str) -> bool:
     """True if the last component of ``path`` is longer than ``NAME_MAX`` bytes."""
+    if len(path) * 4 <= NAME_MAX:  # at most 4 bytes a character
+        return False
     return len(os.fsencode(posixpath.basename(path))) > NAME_MAX
 
 
