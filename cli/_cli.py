@@ -15,8 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from rich.console import Console
+
 from . import __version__
-from ._console import LazyConsole
 from ._options import (
     ProgressLine,
     cap_jobs,
@@ -27,8 +28,6 @@ from ._options import (
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from .faultfs import Fault, FaultKind, Op, OpKind, PersistenceModel
     from .scenarios import ExplorationResult, Target, Workload
     from .scenarios._parallel import Task
@@ -50,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, self.prog)
 
 
-def print_usage_error(err: Console | LazyConsole, reason: str, prog: str = "crashpoint") -> None:
+def print_usage_error(err: Console, reason: str, prog: str = "crashpoint") -> None:
     """A usage error as the user sees it: the reason on one line, then one hint line
     (no usage block: ``--help`` has it)."""
     reason = " ".join(reason.split())
@@ -109,20 +108,19 @@ def with_progress(
     tasks: Sequence[Task],
     jobs: int,
     run: Callable[..., list[ExplorationResult]],
-    err: Console | LazyConsole | None = None,
+    err: Console | None = None,
 ) -> list[ExplorationResult]:
     """``run(tasks, jobs=jobs, progress=...)`` with a rich progress bar on a terminal,
     and without one a :class:`~crashpoint._options.ProgressLine` on standard error
     every few seconds (CI logs)."""
     if not sys.stderr.isatty():
-        console = err or LazyConsole(stderr=True)
+        console = err or Console(stderr=True, highlight=False, soft_wrap=True)
 
         def emit(line: str) -> None:
             console.print(line, markup=False, highlight=False)
 
         with ProgressLine("exploring", len(tasks), emit) as line:
             return run(tasks, jobs=jobs, progress=line)
-    from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
@@ -241,9 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     # Logs and CI are not terminals: give tables room rather than rich's 80 columns.
     width = None if sys.stdout.isatty() else 160
-    # rich is imported when something needs it (issue 11): plain output is written as is
-    console = LazyConsole(stderr=False, width=width)
-    err = LazyConsole(stderr=True)
+    console = Console(stderr=False, highlight=False, soft_wrap=True, width=width)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     command = "crashpoint"
@@ -255,11 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             from ._verify_cli import run_verify
 
-            return run_verify(args, console.rich, err.rich)
+            return run_verify(args, console, err)
         if args.command == "explain":
             from ._explain_cli import run_explain
 
-            return run_explain(args, console.rich, err.rich)
+            return run_explain(args, console, err)
         if args.command != "explore":
             raise UsageError("a command is required: explore, verify or explain", "crashpoint")
         return _explore(args, console, err)
@@ -416,7 +413,7 @@ def _write_reports(
     return paths
 
 
-def _print(console: Console | LazyConsole, fn: Callable[[], None]) -> None:
+def _print(console: Console, fn: Callable[[], None]) -> None:
     """Print, surviving a closed pipe (``crashpoint explore | head``)."""
     try:
         fn()
@@ -426,7 +423,7 @@ def _print(console: Console | LazyConsole, fn: Callable[[], None]) -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
-def _list(console: LazyConsole) -> int:
+def _list(console: Console) -> int:
     from .faultfs import MODELS
     from .scenarios import MUTANTS, SCENARIOS, TARGETS
 
@@ -463,7 +460,7 @@ def docs_path(name: str) -> str:
         return f"docs/{name} in the crashpoint source tree"
 
 
-def _explore(args: argparse.Namespace, console: LazyConsole, err: LazyConsole) -> int:
+def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     workloads, models, target = _resolve(args)  # validated with --list too
     if args.list:
         return _list(console)
@@ -541,8 +538,8 @@ def _zoo(
     models: Sequence[PersistenceModel],
     out: str,
     jobs: int,
-    console: LazyConsole,
-    err: LazyConsole,
+    console: Console,
+    err: Console,
 ) -> int:
     from .reports import build_report, print_zoo, zoo_dict
     from .scenarios import kill_matrix

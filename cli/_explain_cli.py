@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.console import Console
 
 from ._options import int_option, prepare_out
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 __all__ = ["add_explain_parser", "run_explain"]
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.console import Console
 
 from ._options import int_option, prepare_out
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 __all__ = ["add_verify_parser", "run_verify"]
 
