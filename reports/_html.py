@@ -21,7 +21,7 @@ import functools
 import hashlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -239,10 +239,6 @@ def write_html(
     from ._json import write_text
 
     write_text(render_html(report, details), path)
-
-
-def lanes_for(ops: Sequence[Mapping[str, Any]]) -> int:  # pragma: no cover - template helper
-    return len(ops)
 
 
 if __name__ == "__main__":  # python -m crashpoint.reports._html: regenerate the compiled template
