@@ -240,6 +240,10 @@ class ExecRunner(Runner):
         conformance suite's are counted apart (``conformance load``...)."""
         self.last_sources: list[Source] = []
 
+    def _count(self, kind: str, n: int = 1) -> None:
+        """Add ``n`` processes of ``kind`` to :attr:`counts` (the caller holds the lock)."""
+        self.counts[kind] = self.counts.get(kind, 0) + n
+
     def sharing(self) -> ExecRunner:
         """A runner of the same commands that shares this one's reply and trace caches
         (and lock) but counts its processes and keeps its notes apart; :meth:`absorb`
@@ -264,7 +268,7 @@ class ExecRunner(Runner):
         with self._lock:
             self.processes += other.processes
             for kind, n in other.counts.items():
-                self.counts[f"{label}{kind}"] = self.counts.get(f"{label}{kind}", 0) + n
+                self._count(f"{label}{kind}", n)
             self.ignored += [p for p in other.ignored if p not in self.ignored]
 
     def __enter__(self) -> ExecRunner:
@@ -309,7 +313,7 @@ class ExecRunner(Runner):
         out = self._spawn_plain(state, body)
         with self._lock:
             self._plain[key] = out
-            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self._count(kind)
         return out
 
     def _spawn_plain(self, state: CrashState, stdin: bytes) -> tuple[int, bytes, bytes, bool]:
@@ -334,22 +338,12 @@ class ExecRunner(Runner):
         """Whether the storage command answers a JSON array of requests with an array
         of replies (one per request, in order): two loads on an empty directory.
         Sets :attr:`batch`; one process."""
-        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
-            tmp = os.path.realpath(tmp)
-            root = os.path.join(tmp, "dir")
-            os.makedirs(root)
-            with self._lock:
-                self.processes += 1
-            proc = run_process(
-                render_argv(self.storage_cmd, dir=root),
-                label="load",
-                timeout=self.exec_timeout,
-                cwd=self.cwd,
-                stdin=b'[{"op": "load", "sessionId": "a"}, {"op": "load", "sessionId": "b"}]',
-            )
+        empty = CrashState((), (self.base_dir,))
+        requests = b'[{"op": "load", "sessionId": "a"}, {"op": "load", "sessionId": "b"}]'
+        _rc, out, _err, _wrote = self._spawn_plain(empty, requests)
         with self._lock:
-            self.counts["batch probe"] = self.counts.get("batch probe", 0) + 1
-        self.batch = _replies(proc.stdout, 2) is not None
+            self._count("batch probe")
+        self.batch = _replies(out, 2) is not None
         return self.batch
 
     def prefetch_loads(
@@ -401,11 +395,11 @@ class ExecRunner(Runner):
         changed a file or did not give one reply per request."""
         rc, out, err, wrote = self._spawn_plain(state, b"[" + b", ".join(bodies) + b"]")
         with self._lock:
-            self.counts[f"{kind} batch"] = self.counts.get(f"{kind} batch", 0) + 1
+            self._count(f"{kind} batch")
         replies = None if wrote else _replies(out, len(bodies))
         if replies is None:
             with self._lock:
-                self.counts["batch discarded"] = self.counts.get("batch discarded", 0) + 1
+                self._count("batch discarded")
             return False
         digest = state.digest()
         with self._lock:
@@ -430,7 +424,7 @@ class ExecRunner(Runner):
         with self._lock:
             self.processes += 1
             kind = "traced" if traced else "plain"
-            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self._count(kind)
         replay = StraceReplay(fs, real_root, self.base_dir, cwd=self.cwd)
         if not traced:
             proc = run_process(
