@@ -14,7 +14,9 @@ Everything is measured in one process and one run (the peak RSS in a child proce
   (load's semantics; before issue 11 it was ``json.loads`` + ``decode``, since then
   its fast path parses the bytes itself, so ``json.loads`` + ``decode`` would be a
   slower, flattering floor); ratio = explore seconds / floor seconds (below 1 is
-  possible where explore dedupes per file);
+  possible where explore dedupes per file); beside it, the floor as issue 11 words it
+  (read + ``json.loads`` + the reference ``decode`` of the parsed document), printed
+  for comparison only;
 * **big**: a workload of ``--saves`` saves of a 1,000-message state (about 100 KB)
   under power-loss: distinct states per second and its own floor ratio;
 * **codec**: ``decode_bytes`` of the 1,000-message state (about 140 KB) against
@@ -95,28 +97,38 @@ def distinct_states(workload: Workload, model_name: str) -> tuple[list[CrashStat
     return list(seen), rec.sessions
 
 
-def _load_floor(state: CrashState, session_id: str) -> object:
+def _parse_and_decode(data: bytes) -> object:
+    """The floor as issue 11 words it: ``json.loads``, then the reference decoder."""
+    return decode(json.loads(data))
+
+
+def _load_floor(
+    state: CrashState, session_id: str, decoder: Callable[[bytes], object] = decode_bytes
+) -> object:
     """What load reads of one session in one state, with load's semantics: main, then
     bak when main is absent or does not decode; read, then parse and decode with
-    ``decode_bytes`` (the codec's cheapest path from bytes)."""
+    ``decoder`` (default ``decode_bytes``, the codec's cheapest path from bytes)."""
     main = f"{BASE_DIR}/{session_id}.json"
     for path in (main, main + ".bak"):
         data = state.file(path)
         if data is None:
             continue
         try:
-            return decode_bytes(data)
+            return decoder(data)
         except Exception:
             continue
     return None
 
 
-def floor_seconds(jobs: Sequence[tuple[list[CrashState], list[str]]]) -> float:
+def floor_seconds(
+    jobs: Sequence[tuple[list[CrashState], list[str]]],
+    decoder: Callable[[bytes], object] = decode_bytes,
+) -> float:
     t0 = time.perf_counter()
     for states, sessions in jobs:
         for state in states:
             for sid in sessions:
-                _load_floor(state, sid)
+                _load_floor(state, sid, decoder)
     return time.perf_counter() - t0
 
 
@@ -126,14 +138,15 @@ def explore_seconds(workloads: Sequence[Workload], model_name: str) -> tuple[flo
     return time.perf_counter() - t0, sum(r.distinct_states for r in results)
 
 
-def one_run(workloads: Sequence[Workload], model_name: str) -> tuple[float, float, int]:
-    """(explore seconds, floor seconds, distinct states) in one run."""
+def one_run(workloads: Sequence[Workload], model_name: str) -> tuple[float, float, int, float]:
+    """(explore seconds, floor seconds, distinct states, the issue's floor seconds) in
+    one run."""
     seconds, distinct = explore_seconds(workloads, model_name)
     jobs = [distinct_states(w, model_name) for w in workloads]
     n_floor = sum(len(s) for s, _ in jobs)
     if n_floor != distinct:
         print(f"  note: explore counted {distinct} distinct states, the floor {n_floor}")
-    return seconds, floor_seconds(jobs), distinct
+    return seconds, floor_seconds(jobs), distinct, floor_seconds(jobs, _parse_and_decode)
 
 
 def spread(values: Sequence[float], fmt: str = "{:.0f}") -> str:
@@ -196,8 +209,8 @@ def cli_walls(argv: Sequence[str], repeat: int) -> list[float]:
 
 
 def repeated(
-    fn: Callable[[], tuple[float, float, int]], repeat: int
-) -> list[tuple[float, float, int]]:
+    fn: Callable[[], tuple[float, float, int, float]], repeat: int
+) -> list[tuple[float, float, int, float]]:
     return [fn() for _ in range(repeat)]
 
 
@@ -223,18 +236,25 @@ def main() -> None:
     # start-up cost, which the CLI wall lines count; the rates are steady-state figures.
     for name in MODELS:
         explore_seconds(workloads, name)
-    print(f"{'model':20} {'distinct':>9} {'states/s':>28} {'explore/floor':>26}")
+    print(
+        f"{'model':20} {'distinct':>9} {'states/s':>28} {'explore/floor':>26} "
+        f"{'explore/(json.loads+decode)':>28}"
+    )
     headline: dict[str, tuple[float, float]] = {}
     for name in [] if args.skip_storage else list(MODELS):
         runs = repeated(lambda name=name: one_run(workloads, name), args.repeat)  # type: ignore[misc]
-        rates = [d / e for e, _f, d in runs]
-        ratios = [e / f for e, f, _d in runs]
+        rates = [d / e for e, _f, d, _g in runs]
+        ratios = [e / f for e, f, _d, _g in runs]
+        worded = [e / g for e, _f, _d, g in runs]
         headline[name] = (statistics.median(rates), statistics.median(ratios))
-        print(f"{name:20} {runs[0][2]:9d} {spread(rates):>28} {spread(ratios, '{:.2f}'):>26}")
+        print(
+            f"{name:20} {runs[0][2]:9d} {spread(rates):>28} {spread(ratios, '{:.2f}'):>26} "
+            f"{spread(worded, '{:.2f}'):>28}"
+        )
     big = big_workload(args.saves)
     runs = repeated(lambda: one_run([big], "power-loss"), args.repeat)
-    big_rates = [d / e for e, _f, d in runs]
-    big_ratios = [e / f for e, f, _d in runs]
+    big_rates = [d / e for e, _f, d, _g in runs]
+    big_ratios = [e / f for e, f, _d, _g in runs]
     print(
         f"big ({args.saves} saves of {BIG_MESSAGES} messages, power-loss): {runs[0][2]} states, "
         f"states/s {spread(big_rates)}, explore/floor {spread(big_ratios, '{:.2f}')}"
