@@ -242,7 +242,9 @@ class StateError(Exception):
         self.code = code.value if isinstance(code, enum.Enum) else str(code)
         self.message = message
         self.layer = layer
-        self.retryability = Retryability(retryability)
+        self.retryability = (
+            retryability if type(retryability) is Retryability else Retryability(retryability)
+        )
         self.cause = cause
         if cause is not None:
             self.__cause__ = cause

@@ -66,18 +66,48 @@ def safe_session_file_name(session_id: str) -> str:
     if type(session_id) is not str:  # a subclass may hash or compare its own way
         return _safe_stem(session_id)
     known = _STEMS.get(session_id)
-    if known is None:
+    if known is not None:
+        return known
+    why = _REFUSED.get(session_id)
+    if why is not None:
+        raise StateError(ErrorCode.INVALID_SESSION_ID, why, layer="storage")
+    try:
         known = _safe_stem(session_id)
-        if len(_STEMS) >= _STEMS_MAX:
-            _STEMS.clear()
-        _STEMS[session_id] = known
+    except StateError as exc:
+        _remember(_REFUSED, session_id, exc.message)
+        raise
+    _remember(_STEMS, session_id, known)
     return known
+
+
+def session_file_stem(session_id: str) -> str | None:
+    """:func:`safe_session_file_name` of ``session_id``, or None where it raises
+    (for a checker asking of many ids: no exception is built for a refused one)."""
+    if type(session_id) is str:
+        known = _STEMS.get(session_id)
+        if known is not None:
+            return known
+        if session_id in _REFUSED:
+            return None
+    try:
+        return safe_session_file_name(session_id)
+    except StateError:
+        return None
 
 
 _STEMS: dict[str, str] = {}
 """Stems already computed (a pure function of the id; explorations ask for the same
-few ids thousands of times). Invalid ids are not kept: they raise each time."""
+few ids thousands of times)."""
+_REFUSED: dict[str, str] = {}
+"""Ids already refused, with the message of their invalid_session_id (raised afresh
+each time, equal to the first: same code, message and layer)."""
 _STEMS_MAX = 4096
+
+
+def _remember(memo: dict[str, str], session_id: str, value: str) -> None:
+    if len(memo) >= _STEMS_MAX:
+        memo.clear()
+    memo[session_id] = value
 
 
 def _safe_stem(session_id: str) -> str:

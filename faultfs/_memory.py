@@ -74,6 +74,17 @@ def _norm(path: str, image: Image | None = None, *, last: bool = True) -> str:
     return norm
 
 
+def _boot_image(state: CrashState | None, dirs: tuple[str, ...]) -> Image:
+    """The image booted from ``state`` (an empty disk if None) with ``dirs`` and their
+    ancestors created."""
+    image = Image.from_crash_state(state) if state is not None else Image()
+    for d in dirs:
+        parts = _norm(d).strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            image.dirs.add("/" + "/".join(parts[:i]))
+    return image
+
+
 def _too_long(path: str) -> bool:
     """True if the last component of ``path`` is longer than ``NAME_MAX`` bytes."""
     if len(path) * 4 <= NAME_MAX:  # at most 4 bytes a character
@@ -95,16 +106,15 @@ class MemoryFileSystem:
     Paths must be absolute POSIX paths; a relative path raises ``OSError(EINVAL)``.
     """
 
-    __slots__ = ("_boot", "_image", "_log", "mutations")
+    __slots__ = ("_boot", "_image", "_log", "_origin", "mutations")
 
     def __init__(self, state: CrashState | None = None, *, dirs: tuple[str, ...] = ()) -> None:
-        self._image = Image.from_crash_state(state) if state is not None else Image()
+        self._image = _boot_image(state, dirs)
         self.mutations = 0
-        for d in dirs:
-            parts = _norm(d).strip("/").split("/")
-            for i in range(1, len(parts) + 1):
-                self._image.dirs.add("/" + "/".join(parts[:i]))
-        self._boot = self._image.crash_state()
+        # The boot state is frozen on first use (most reboots never ask for it): from
+        # the image while nothing was applied, else again from what it booted from.
+        self._boot: CrashState | None = None
+        self._origin = (state, dirs)
         self._log: list[Op] = []
 
     # --- whole-disk views ------------------------------------------------------
@@ -119,7 +129,11 @@ class MemoryFileSystem:
     @property
     def boot_state(self) -> CrashState:
         """The disk this filesystem booted from (durable by definition)."""
-        return self._boot
+        boot = self._boot
+        if boot is None:
+            image = self._image if not self._log else _boot_image(*self._origin)
+            boot = self._boot = image.crash_state()
+        return boot
 
     @property
     def log(self) -> tuple[Op, ...]:
@@ -136,7 +150,7 @@ class MemoryFileSystem:
         :func:`~crashpoint.faultfs.crash_points` with
         :data:`~crashpoint.faultfs.POWER_LOSS` for all of them.
         """
-        return durable_state(self._boot, self._log)
+        return durable_state(self.boot_state, self._log)
 
     def apply(self, op: Op) -> None:
         """Perform a recorded mutating operation (replay) and log it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from ..core import (
     safe_session_file_name,
     state_is_paired,
 )
+from ..core._ids import session_file_stem
 from ..faultfs import CrashState, Op, OpKind
 from ._workload import Call, CallKind, Expect
 
@@ -232,7 +234,10 @@ def _dedup(outcomes: Iterable[Expect]) -> list[Expect]:
 def _effect(call: Call, before: list[Expect], condemned_data: set[bytes]) -> list[Expect]:
     """The outcomes after ``call`` took effect."""
     kind = call.kind
-    saved = None if call.saved is None else dataclasses.replace(call.saved, origin=call.label)
+    if kind is CallKind.SAVE or kind is CallKind.LOAD_OR_CREATE:
+        saved = None if call.saved is None else dataclasses.replace(call.saved, origin=call.label)
+    else:
+        saved = None  # not used below
     if kind is CallKind.SAVE:
         if saved is None:
             return before
@@ -268,11 +273,7 @@ _WRITERS = frozenset(
 )
 
 
-def _stem(session_id: str) -> str | None:
-    try:
-        return safe_session_file_name(session_id)
-    except StateError:
-        return None
+_stem = session_file_stem
 
 
 def expectation(
@@ -360,14 +361,19 @@ def v1_required(state: CrashState, base_dir: str, session_id: str) -> bool:
     """Whether the disk holds a future-version snapshot that load must refuse with
     schema_version_unsupported: main is of a future version, or main is absent or
     bad and bak is (SPEC.md §6, §8 V1)."""
-    try:
-        main = posixpath.join(base_dir, safe_session_file_name(session_id) + ".json")
-    except StateError:
+    paths = _session_paths(base_dir, session_id)
+    if paths is None:
         return False
-    main_data = state.file(main)
+    main, bak = paths
+    main_data = bak_data = None
+    for path, data in state.files:  # as state.file(main) and state.file(bak), in one pass
+        if path == main:
+            if main_data is None:
+                main_data = data
+        elif path == bak and bak_data is None:
+            bak_data = data
     if main_data is not None and _future(main_data):
         return True
-    bak_data = state.file(main + ".bak")
     if bak_data is None or not _future(bak_data):
         return False
     if main_data is None:
@@ -376,6 +382,16 @@ def v1_required(state: CrashState, base_dir: str, session_id: str) -> bool:
         return decode_bytes(main_data).session_id != session_id
     except StateError:
         return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _session_paths(base_dir: str, session_id: str) -> tuple[str, str] | None:
+    """The main and bak paths of ``session_id`` in ``base_dir``; None for an invalid id."""
+    stem = session_file_stem(session_id)
+    if stem is None:
+        return None
+    main = posixpath.join(base_dir, stem + ".json")
+    return main, main + ".bak"
 
 
 _CURRENT_FIRST = re.compile(rb'\{"schemaVersion":([0-9]{1,3})[,}]')

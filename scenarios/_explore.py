@@ -13,10 +13,10 @@ import contextlib
 import hashlib
 import math
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core import AgentState, ErrorCode, encode_bytes
+from ..core import AgentState, ErrorCode, FileStateStorage, encode_bytes
 from ..core._codec import decode_memo
 from ..faultfs import (
     PROCESS_CRASH,
@@ -409,6 +409,7 @@ class Checker:
         self.check_seconds = 0.0
         self._states = _EqualStates()
         self._digests = _FileDigests()
+        self._loads = _LoadMemo(self._digests.file)
         # Violations of one recording share its known snapshots and their renderings.
         self._known_for: Recording | None = None
         self._known: dict[bytes, str] = {}
@@ -507,7 +508,9 @@ class Checker:
         begins = [c.begin for c in recording.calls]  # calls are sequential: both sorted
         ends = [math.inf if c.end is None else c.end for c in recording.calls]
         folded: dict[tuple[int, int], dict[str, Expectation]] = {}
+        judged: dict[tuple[int, int], list[tuple[Invariant, str] | None]] = {}
         workload = self.workload
+        check_s2 = Invariant.S2 in wanted
         # The engine enumerates, filters and counts the crash states (it knows no
         # kind); judging them against SPEC.md §8 is this kind's part.
         for k, states in judged_crash_states(
@@ -536,10 +539,10 @@ class Checker:
                 digest = self._digests.state(state)
                 cached = self.observed.get(digest)
                 if cached is None:
-                    cached = _probe(state, sessions, self.target, wanted, self._states)
+                    cached = _probe(state, sessions, self.target, wanted, self._states, self._loads)
                     cached = self.observed[digest] = self._states.shared(cached)
                 obs_by_sid, c1_by_sid, v1_by_sid = cached
-                if Invariant.S2 in wanted:
+                if check_s2:
                     for path, secret in self._leaks(state, digest):
                         if (path, secret) not in leaked:
                             leaked.add((path, secret))
@@ -551,9 +554,15 @@ class Checker:
                                 "no secret in any file",
                                 f"{path} holds {secret[:6]}… ({len(secret)} characters)",
                             )
-                for sid in sessions:
+                # A state and a step judged before (equal probe results are one object,
+                # kept in ``observed``; each step's expectations too) judge the same.
+                verdicts = judged.get((id(cached), id(exps)))
+                if verdicts is None:
+                    verdicts = judged[id(cached), id(exps)] = [
+                        judge(obs_by_sid[sid], exps[sid], v1=v1_by_sid[sid]) for sid in sessions
+                    ]
+                for sid, verdict in zip(sessions, verdicts, strict=True):
                     obs = obs_by_sid[sid]
-                    verdict = judge(obs, exps[sid], v1=v1_by_sid[sid])
                     if verdict is not None:
                         inv = verdict[0]
                         if (
@@ -636,29 +645,301 @@ def _probe(
     target: Target,
     wanted: set[Invariant],
     states: _EqualStates | None = None,
+    loads: _LoadMemo | None = None,
 ) -> _Probed:
     """Reboot ``state`` and load each session; for C1, also try load_or_create on a
     session that failed to load for a reason other than not-found; for V1, whether
     the disk holds a future version load must refuse. With ``states``, a loaded state
-    equal to one loaded before is replaced by that one (kept once)."""
+    equal to one loaded before is replaced by that one (kept once). With ``loads``
+    (and ``states``), a load that read what a load read before gives what it gave then,
+    without running again (:class:`_LoadMemo` says when that is sure)."""
     fs = MemoryFileSystem(state)
-    storage = target(fs, BASE_DIR)
-    obs = {sid: observe(storage, sid) for sid in sessions}
-    if states is not None:
-        for sid, o in obs.items():
-            if o.state is not None:
-                obs[sid] = Observation(states.canonical(o.state), o.code, o.detail)
+    memo = loads if loads is not None and not loads.off and states is not None else None
+    built_in = target is _REFERENCE or target is _SEED
+    storage: object = None
+    tracer: _TracingFS | None = None
+    config: tuple[object, ...] | None = None
+    if memo is None:
+        storage = target(fs, BASE_DIR)
+    elif built_in and memo.built_in is not None:
+        config = memo.built_in  # its storage (no other effect) is built on a miss
+    else:
+        tracer = _TracingFS(fs, memo.file_key)
+        storage = target(tracer, BASE_DIR)
+        config = memo.config(storage, tracer)
+        if built_in:
+            memo.built_in = config
+    obs: dict[str, Observation] = {}
+    leaves: dict[str, _Loaded] = {}
+    for sid in sessions:
+        leaf = None
+        if config is not None and memo is not None:
+            leaf = memo.find(fs, config, sid)
+            if leaf is None and storage is None:
+                tracer = _TracingFS(fs, memo.file_key)
+                storage = target(tracer, BASE_DIR)
+                if memo.config(storage, tracer) != config:
+                    memo.off = True
+                    config = None
+        if leaf is None:
+            if tracer is not None:
+                tracer.log = []
+            o = observe(storage, sid)
+            if states is not None and o.state is not None:
+                o = Observation(states.canonical(o.state), o.code, o.detail)
+            leaf = _Loaded(o)
+            if config is not None and memo is not None and tracer is not None:
+                if tracer.tainted:
+                    memo.off = True  # not a function of what it read
+                else:
+                    memo.add(config, sid, tracer.log, leaf)
+                if memo.off:
+                    config = None
+        obs[sid] = leaf.obs
+        leaves[sid] = leaf
     c1: dict[str, bool] = {}
     if Invariant.C1 in wanted:
+        # A built-in target's load_or_create after a given load outcome does the same
+        # whatever else is on the disk: it is known once per outcome.
+        known_c1 = config is not None and (target is _REFERENCE or target is _SEED)
         for sid, o in obs.items():
             if o.state is None and o.code != ErrorCode.SESSION_NOT_FOUND:
-                probe_fs = MemoryFileSystem(state)
-                with contextlib.suppress(Exception):
-                    target(probe_fs, BASE_DIR).load_or_create(sid)
-                c1[sid] = probe_fs.mutations > 0
+                leaf = leaves[sid]
+                wrote = leaf.c1 if known_c1 else None
+                if wrote is None:
+                    probe_fs = MemoryFileSystem(state)
+                    with contextlib.suppress(Exception):
+                        target(probe_fs, BASE_DIR).load_or_create(sid)
+                    wrote = leaf.c1 = probe_fs.mutations > 0
+                c1[sid] = wrote
     check_v1 = Invariant.V1 in wanted
     v1 = {sid: check_v1 and v1_required(state, BASE_DIR, sid) for sid in sessions}
     return obs, c1, v1
+
+
+_REFERENCE = TARGETS["reference"]
+_SEED = TARGETS["seed"]
+
+
+class _Loaded:
+    """What one load gave (its observation, loaded state made canonical) and, once
+    asked, whether C1's load_or_create wrote after it (None: not asked yet)."""
+
+    __slots__ = ("c1", "obs")
+
+    def __init__(self, obs: Observation) -> None:
+        self.obs = obs
+        self.c1: bool | None = None
+
+
+_Read = Callable[[MemoryFileSystem, str], object]
+_READS: dict[str, _Read] = {
+    "exists": MemoryFileSystem.exists,
+    "is_dir": MemoryFileSystem.is_dir,
+    "read": MemoryFileSystem.read,
+    "listdir": MemoryFileSystem.listdir,
+    "size": MemoryFileSystem.size,
+}
+"""The read-only calls of the filesystem protocol."""
+
+_Call = tuple[_Read, str, object]
+"""One traced call: the read, its path, and what it gave (:func:`_answer`)."""
+
+
+def _answer(value: object, file_key: Callable[[bytes], bytes]) -> object:
+    """A hashable key equal for equal results of one read: a content by its sha256,
+    else the value with its type; None when it cannot be keyed."""
+    if type(value) is bytes:
+        return (bytes, file_key(value))
+    if type(value) is bool or type(value) is int or type(value) is str:
+        return (type(value), value)
+    if type(value) is list and all(type(v) is str for v in value):
+        return (list, tuple(value))
+    return None
+
+
+def _raised(exc: Exception) -> object:
+    """A hashable key equal for equal exceptions (type, arguments, file names); None
+    when it cannot be keyed."""
+    key = (type(exc), exc.args, getattr(exc, "filename", None), getattr(exc, "filename2", None))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return ("raised", key)
+
+
+class _TracingFS:
+    """The filesystem a probed storage is given: every call goes to ``fs``; the reads
+    are logged with what they gave (``log``, for :class:`_LoadMemo`); any other call or
+    attribute marks the storage ``tainted`` (what it does is then not only a function
+    of what it read)."""
+
+    __slots__ = ("_fs", "file_key", "log", "tainted")
+
+    def __init__(self, fs: MemoryFileSystem, file_key: Callable[[bytes], bytes]) -> None:
+        self._fs = fs
+        self.file_key = file_key
+        self.log: list[_Call] = []
+        self.tainted = False
+
+    def _read(self, name: str, path: str) -> object:
+        read = _READS[name]
+        try:
+            value = read(self._fs, path)
+        except Exception as exc:
+            key = _raised(exc)
+            self._note(read, path, key)
+            raise
+        self._note(read, path, _answer(value, self.file_key))
+        return value
+
+    def _note(self, read: _Read, path: str, key: object) -> None:
+        if key is None or type(path) is not str:
+            self.tainted = True
+        else:
+            self.log.append((read, path, key))
+
+    def exists(self, path: str) -> bool:
+        return self._read("exists", path)  # type: ignore[return-value]
+
+    def is_dir(self, path: str) -> bool:
+        return self._read("is_dir", path)  # type: ignore[return-value]
+
+    def read(self, path: str) -> bytes:
+        return self._read("read", path)  # type: ignore[return-value]
+
+    def listdir(self, path: str) -> list[str]:
+        return self._read("listdir", path)  # type: ignore[return-value]
+
+    def size(self, path: str) -> int:
+        return self._read("size", path)  # type: ignore[return-value]
+
+    def mkdir(self, path: str) -> None:
+        self.tainted = True
+        self._fs.mkdir(path)
+
+    def create(self, path: str) -> None:
+        self.tainted = True
+        self._fs.create(path)
+
+    def write(self, path: str, offset: int, data: bytes) -> int:
+        self.tainted = True
+        return self._fs.write(path, offset, data)
+
+    def truncate(self, path: str, size: int) -> None:
+        self.tainted = True
+        self._fs.truncate(path, size)
+
+    def rename(self, src: str, dst: str) -> None:
+        self.tainted = True
+        self._fs.rename(src, dst)
+
+    def unlink(self, path: str) -> None:
+        self.tainted = True
+        self._fs.unlink(path)
+
+    def fsync(self, path: str) -> None:
+        self.tainted = True
+        self._fs.fsync(path)
+
+    def fsync_dir(self, path: str) -> None:
+        self.tainted = True
+        self._fs.fsync_dir(path)
+
+    def __getattr__(self, name: str) -> object:
+        self.tainted = True  # anything beyond the protocol (the image, the log ...)
+        return getattr(self._fs, name)
+
+
+class _Node:
+    """A read a load made, and where each of its answers led (the next read, or what
+    the load gave)."""
+
+    __slots__ = ("branches", "path", "read")
+
+    def __init__(self, read: _Read, path: str) -> None:
+        self.read = read
+        self.path = path
+        self.branches: dict[object, _Node | _Loaded] = {}
+
+
+class _LoadMemo:
+    """A read-set memo of loads: what ``load(session_id)`` gave, by the answers to the
+    reads it made (which paths exist, what they hold ...), per storage configuration.
+
+    Sound for a storage whose load is a deterministic function of the session id and
+    of what it reads, with no other effect: a load asked the same questions that gets
+    the same answers asks the same next question and gives the same outcome. Used only
+    for a :class:`~crashpoint.core.FileStateStorage` exactly (whose load is that;
+    mutants and user classes load for real), built by the target over the probe's
+    filesystem and reading nothing before its first load; a storage that writes,
+    reaches past the filesystem protocol or reads differently after the same answers
+    turns the memo ``off`` for good. Holds contents by their sha256 only.
+    """
+
+    __slots__ = ("_roots", "built_in", "file_key", "off")
+
+    def __init__(self, file_key: Callable[[bytes], bytes]) -> None:
+        self.file_key = file_key
+        self._roots: dict[tuple[object, str], _Node | _Loaded] = {}
+        self.off = False
+        # the configuration of the storages a built-in target builds (None: not known yet)
+        self.built_in: tuple[object, ...] | None = None
+
+    def config(self, storage: object, tracer: _TracingFS) -> tuple[object, ...] | None:
+        """The configuration ``storage`` is memoised under, or None (then the memo is
+        off: the target builds storages it does not apply to)."""
+        if (
+            type(storage) is not FileStateStorage
+            or storage.fs is not tracer
+            or tracer.log
+            or tracer.tainted
+        ):
+            self.off = True
+            return None
+        return (storage.base_dir, storage.sync, storage.ended_marker, storage.strict)
+
+    def find(self, fs: MemoryFileSystem, config: object, session_id: str) -> _Loaded | None:
+        """What ``load(session_id)`` gave before on a disk that answers its reads as
+        ``fs`` does, or None."""
+        node = self._roots.get((config, session_id))
+        file_key = self.file_key
+        while type(node) is _Node:
+            try:
+                key = _answer(node.read(fs, node.path), file_key)
+            except Exception as exc:
+                key = _raised(exc)
+            node = node.branches.get(key)
+        return node  # type: ignore[return-value]
+
+    def add(self, config: object, session_id: str, log: list[_Call], loaded: _Loaded) -> None:
+        """Remember that a load of ``session_id`` that made the reads of ``log`` gave
+        ``loaded``."""
+        roots = self._roots
+        root = (config, session_id)
+        if not log:
+            if roots.setdefault(root, loaded) is not loaded:
+                self.off = True  # it read before, or gave something else
+            return
+        node = roots.get(root)
+        if node is None:
+            node = roots[root] = _Node(log[0][0], log[0][1])
+        last = len(log) - 1
+        for i, (read, path, key) in enumerate(log):
+            if type(node) is not _Node or node.read is not read or node.path != path:
+                self.off = True  # another read after the same answers
+                return
+            after = node.branches.get(key)
+            if i == last:
+                if after is not None:
+                    self.off = True  # it would have been found
+                    return
+                node.branches[key] = loaded
+                return
+            if after is None:
+                after = node.branches[key] = _Node(log[i + 1][0], log[i + 1][1])
+            node = after
 
 
 def _state_after(recording: Recording, k: int) -> CrashState:
@@ -732,16 +1013,19 @@ class _EqualStates:
 
 class _FileDigests:
     """:meth:`CrashState.digest` with each file's sha256 remembered while its bytes are
-    (crash states of neighbouring crash points share their ``bytes`` objects); at most
-    :attr:`LIMIT` bytes of contents are held, then the memo starts again."""
+    (crash states of neighbouring crash points share their ``bytes`` objects), and each
+    state's digest while the state is (the same state recurs at many crash points); at
+    most :attr:`LIMIT` bytes of contents are held by each memo, then it starts again."""
 
     LIMIT = 8 * 2**20
 
-    __slots__ = ("_held", "_sha")
+    __slots__ = ("_held", "_sha", "_state_held", "_states")
 
     def __init__(self) -> None:
         self._sha: dict[bytes, bytes] = {}
         self._held = 0
+        self._states: dict[tuple[object, object], str] = {}
+        self._state_held = 0
 
     def file(self, data: bytes) -> bytes:
         found = self._sha.get(data)
@@ -756,4 +1040,20 @@ class _FileDigests:
         return found
 
     def state(self, state: CrashState) -> str:
-        return state.digest(self.file)
+        if type(state) is not CrashState:  # a subclass may digest otherwise
+            return state.digest(self.file)
+        key = (state.files, state.dirs)  # what CrashState equality compares
+        try:
+            found = self._states.get(key)
+        except TypeError:  # a state built of lists: not hashable, not remembered
+            return state.digest(self.file)
+        if found is None:
+            found = state.digest(self.file)
+            size = sum(len(data) for _, data in state.files)
+            if self._state_held + size > self.LIMIT:
+                self._states.clear()
+                self._state_held = 0
+            if size <= self.LIMIT:
+                self._states[key] = found
+                self._state_held += size
+        return found
