@@ -1,7 +1,5 @@
 """``python -m crashpoint``: the command line."""
 
-import sys
+from ._cli import run
 
-from ._cli import main
-
-sys.exit(main())
+run()

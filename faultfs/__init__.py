@@ -8,7 +8,6 @@ a :class:`PersistenceModel`.
 
 from typing import TYPE_CHECKING, Any
 
-from ._descriptors import Description, DescriptorTable
 from ._image import CrashState, Image, os_error
 from ._memory import MemoryFileSystem
 from ._models import (
@@ -22,23 +21,34 @@ from ._models import (
     effective,
     get_model,
 )
-from ._os import OsFileSystem
 from ._protocol import FileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
 from ._trace import Op, OpKind, Trace
 
 if TYPE_CHECKING:
+    from ._descriptors import Description, DescriptorTable
     from ._intercept import Interception, intercept
+    from ._os import OsFileSystem
+
+_LAZY = {
+    "Interception": "_intercept",
+    "intercept": "_intercept",
+    "Description": "_descriptors",
+    "DescriptorTable": "_descriptors",
+    "OsFileSystem": "_os",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """``intercept`` and ``Interception`` are imported on first use: interception
-    (pyfakefs and the fake os/io) is for verify, and explore need not pay for it."""
-    if name in ("Interception", "intercept"):
-        from . import _intercept
+    """Imported on first use: interception (pyfakefs and the fake os/io) and its
+    descriptor table are for verify, the real OS for production storage; ``crashpoint
+    explore`` need not pay for them (issue 11)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(_intercept, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 __all__ = [

@@ -484,3 +484,66 @@ def test_a_run_that_examined_no_crash_state_is_not_a_pass(
     assert report["totals"]["distinct_states"] == 0
     assert report["examined_nothing"] is True
     assert main([*args, "--shard", f"{min(held)}/479"]) == 0
+
+
+def test_user_text_is_printed_as_written_not_as_emoji(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # rich would turn ":thumbs_up:" into 👍; a name, a path or a session id is printed as
+    # the user wrote it.
+    assert main(["explore", "--scenario", ":thumbs_up:"]) == 2
+    err = capsys.readouterr().err
+    assert "':thumbs_up:'" in err and "\N{THUMBS UP SIGN}" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [(["--scenario", "first-save"], 0), (["--scenario", "no-such-scenario"], 2)],
+    ids=["clean", "usage"],
+)
+def test_the_command_exits_with_mains_code_after_freezing_the_collector(
+    args: list[str], code: int, tmp_path: pathlib.Path
+) -> None:
+    # run() (the console script, python -m crashpoint) moves what is left out of the
+    # cycle collector's reach before the interpreter's shutdown collections (issue 11).
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen:', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "sys.argv = ['crashpoint', *sys.argv[1:]]\n"
+        "from crashpoint._cli import run\n"
+        "run()\n"
+    )
+    argv = [sys.executable, "-c", script, "explore", "--out", str(tmp_path), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert "frozen: True" in done.stderr
+
+
+def test_explore_leaves_verify_and_production_modules_unimported(tmp_path: pathlib.Path) -> None:
+    # the descriptor table (interception's) and OsFileSystem are imported on first use
+    # of their names (issue 11: the plain command's start-up)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from crashpoint._cli import main\n"
+        "assert main(['explore', '--scenario', 'first-save', '--out', sys.argv[1]]) == 0\n"
+        "lazy = ('_descriptors', '_os', '_intercept')\n"
+        "print(sorted(m for m in lazy if 'crashpoint.faultfs.' + m in sys.modules))\n"
+        "import crashpoint.faultfs as f\n"
+        "print(f.DescriptorTable.__module__, f.Description.__module__, f.OsFileSystem.__module__)\n"
+    )
+    argv = [sys.executable, "-c", code, str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported, modules = done.stdout.splitlines()[-2:]
+    assert imported == "[]"
+    assert modules.split() == [
+        "crashpoint.faultfs._descriptors",
+        "crashpoint.faultfs._descriptors",
+        "crashpoint.faultfs._os",
+    ]
