@@ -45,7 +45,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from itertools import accumulate, count
-from operator import sub
+from operator import attrgetter, is_, sub
+from types import MappingProxyType
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from ._errors import ErrorCode, Retryability, StateError
@@ -1085,8 +1086,16 @@ def decode_memo(
 
 
 class _Encoder:
+    """Builds the document of a state (:meth:`document`). ``exact`` stays True while
+    every value it holds is plain JSON (:func:`_plain_json`), the condition under
+    which msgspec writes the bytes :func:`json.dumps` writes (:func:`_dumps`);
+    ``frozen`` while every message, part, tool call and episode is of exactly its
+    frozen class, with tuples and read-only mappings inside (see :func:`_refs`)."""
+
     def __init__(self, persistence: bool) -> None:
         self.persistence = persistence
+        self.exact = True
+        self.frozen = True
 
     def part(self, part: object, where: str) -> dict[str, Any]:
         if isinstance(part, TextPart):
@@ -1104,45 +1113,78 @@ class _Encoder:
     def tool_call(self, call: object, where: str) -> dict[str, Any]:
         if not isinstance(call, ToolCall):
             _fail(ErrorCode.TOOL_CALL_TYPE, where, "a ToolCall")
+        if type(call) is not ToolCall:
+            self.frozen = False
+        if not type(call.id) is type(call.name) is type(call.arguments) is str:
+            self.exact = False
         return {"id": call.id, "name": call.name, "arguments": call.arguments}
 
-    def message(self, message: object, where: str, depth: int) -> dict[str, Any]:
+    def message(self, message: object, where: str, index: int, depth: int) -> dict[str, Any]:
+        """The message at ``where[index]``; the path is formatted only for an error (the
+        hot loop of a big history)."""
         if not isinstance(message, Message):
-            _fail(ErrorCode.MESSAGE_TYPE, where, "a Message")
-        out: dict[str, Any] = {
-            "role": message.role,
-            "contents": [
-                self.part(p, f"{where}.contents[{i}]") for i, p in enumerate(message.contents)
-            ],
-        }
+            _fail(ErrorCode.MESSAGE_TYPE, f"{where}[{index}]", "a Message")
+        if (
+            type(message) is not Message
+            or type(message.contents) is not tuple
+            or type(message.tool_calls) is not tuple
+            or not (message.metadata is None or type(message.metadata) is MappingProxyType)
+        ):
+            self.frozen = False
+        role = message.role
+        if type(role) is not str:
+            self.exact = False
+        contents: list[dict[str, Any]] = []
+        for i, p in enumerate(message.contents):
+            if type(p) is TextPart:  # the common case, as part() encodes it
+                text = p.text
+                if type(text) is not str:
+                    self.exact = False
+                contents.append({"type": "text", "text": text})
+            else:
+                if type(p) is not MediaPart or not type(p.type) is type(p.mime_type) is str:
+                    self.frozen = False
+                item = self.part(p, f"{where}[{index}].contents[{i}]")
+                if self.exact and not _plain_json(item):
+                    self.exact = False
+                contents.append(item)
+        out: dict[str, Any] = {"role": role, "contents": contents}
         if message.tool_calls:
             out["toolCalls"] = [
-                self.tool_call(c, f"{where}.toolCalls[{i}]")
+                self.tool_call(c, f"{where}[{index}].toolCalls[{i}]")
                 for i, c in enumerate(message.tool_calls)
             ]
         if message.tool_call_id is not None:
+            if type(message.tool_call_id) is not str:
+                self.exact = False
             out["toolCallId"] = message.tool_call_id
         if message.metadata is not None:
-            out["metadata"] = _json_object(
+            out["metadata"] = metadata = _json_object(
                 dict(message.metadata),
                 ErrorCode.MESSAGE_METADATA_TYPE,
-                f"{where}.metadata",
+                f"{where}[{index}].metadata",
                 depth + 1,
             )
+            if metadata and self.exact and not _plain_json(metadata):
+                self.exact = False
         return out
 
     def messages(
         self, messages: object, code: ErrorCode, where: str, depth: int
     ) -> list[dict[str, Any]]:
         """Messages of an array at ``depth`` levels from the root (3 or 5)."""
+        message = self.message
         return [
-            self.message(m, f"{where}[{i}]", depth + 1)
-            for i, m in enumerate(_sequence(messages, code, where))
+            message(m, where, i, depth + 1) for i, m in enumerate(_sequence(messages, code, where))
         ]
 
     def episode(self, episode: object, where: str) -> dict[str, Any]:
         if not isinstance(episode, Episode):
             _fail(ErrorCode.EPISODE_TYPE, where, "an Episode")
+        if type(episode) is not Episode or type(episode.messages) is not tuple:
+            self.frozen = False
+        if type(episode.id) is not str or type(episode.summary) is not str:
+            self.exact = False
         return {
             "id": episode.id,
             "summary": episode.summary,
@@ -1232,7 +1274,59 @@ class _Encoder:
                 )
             }
         obj["planReviewApproved"] = state.plan_review_approved
+        if self.exact:  # messages, episodes and pendingApproval are done
+            self.exact = _plain_json([obj[key] for key in _CHECKED_KEYS if key in obj])
         return obj
+
+
+_CHECKED_KEYS: Final = (
+    "sessionId",
+    "usages",
+    "metadata",
+    "plan",
+    "activeSkills",
+    "isRunning",
+    "totalLoopCount",
+    "currentLoopCount",
+    "currentLoopUsages",
+    "lastError",
+    "systemReminders",
+    "systemPromptHistory",
+    "toolsHistory",
+    "pendingRunCheckpoint",
+    "pendingPlanReview",
+    "planReviewApproved",
+)
+"""The keys of a document whose values :meth:`_Encoder.document` checks with
+:func:`_plain_json` once it is built (the others are the constant schemaVersion, and
+history and pendingApproval, checked as they are built)."""
+
+
+def _plain_json(value: object) -> bool:
+    """Whether ``value`` is plain JSON: dicts with str keys, lists, str, int (at most
+    :data:`MAX_INT_DIGITS` digits), bool and None, each of exactly that type (no
+    subclass, no float, no tuple), nested at most :data:`MAX_DEPTH` levels (so a cycle
+    is not plain). For such a document msgspec writes exactly the bytes of
+    ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` (see :func:`_dumps`)."""
+    stack: list[tuple[Any, int]] = [([value], 0)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > MAX_DEPTH + 1:
+            return False
+        if type(container) is dict:
+            if not all(type(key) is str for key in container):
+                return False
+            container = container.values()
+        for item in container:
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is dict or kind is list:
+                if item:  # empty: plain
+                    stack.append((item, depth + 1))
+            elif kind is not int or not -_INT_BOUND < item < _INT_BOUND:
+                return False
+    return True
 
 
 def _sequence(value: object, code: ErrorCode, where: str) -> list[Any] | tuple[Any, ...]:
@@ -1316,7 +1410,186 @@ def encode_bytes(state: AgentState, *, persistence: bool = True) -> bytes:
     """
     if not isinstance(state, AgentState):
         raise TypeError(f"encode() needs an AgentState, got {type(state).__name__}")
-    return _fresh_stack(_encode_bytes, state, persistence)
+    if type(state) is not AgentState:
+        return _fresh_stack(_encode_bytes, state, persistence)[0]
+    refs = _refs(state)
+    if refs is None:
+        return _fresh_stack(_encode_bytes, state, persistence)[0]
+    last = _LAST_ENCODED
+    if (
+        last is not None
+        and last[0] is persistence
+        and len(refs) == len(last[1])
+        and all(map(is_, refs, last[1]))
+    ):
+        return last[2]
+    data, memo = _fresh_stack(_encode_bytes, state, persistence)
+    if memo:
+        _remember(state, refs, persistence, data)
+    return data
+
+
+_LAST_ENCODED: tuple[bool, tuple[Any, ...], bytes] | None = None
+"""The last encoding :func:`encode_bytes` may reuse: ``(persistence, refs, data)``."""
+
+_IMMUTABLE_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
+_SCALARS: Final = attrgetter(
+    "session_id",
+    "is_running",
+    "total_loop_count",
+    "current_loop_count",
+    "last_error",
+    "plan_review_approved",
+)
+_FROZEN: Final = attrgetter("pending_run_checkpoint", "pending_approval", "pending_plan_review")
+_LISTS: Final = attrgetter(
+    "messages",
+    "episodic_memories",
+    "usages",
+    "current_loop_usages",
+    "system_prompt_history",
+    "tools_history",
+)
+_OTHERS: Final = attrgetter("active_skills", "metadata", "plan", "system_reminders")
+_SEQUENCE_TYPES: Final = frozenset({list, tuple})
+_END: Final = object()
+"""Ends each list and dict in :func:`_refs`: a position holds it in both or neither."""
+
+
+def _refs(state: AgentState) -> tuple[Any, ...] | None:
+    """Every object the encoding of ``state`` reads from it, in order: its scalars,
+    its frozen values, the items of its lists, the keys and values of its dicts; None
+    unless its lists are lists or tuples and its dicts dicts (exactly: iterating them
+    has no effect and gives what the encoder reads). Two states whose refs are the same
+    objects, position by position, encode to the same bytes when every one of those
+    objects is immutable (:func:`_remember` checks), as ``snapshot()`` holds frozen
+    values to be (issue 11: a harness encodes the state it hands to a storage's save,
+    which encodes it again)."""
+    lists = _LISTS(state)
+    skills, metadata, plan, reminders = _OTHERS(state)
+    if (
+        type(metadata) is not dict
+        or type(reminders) is not dict
+        or not (plan is None or type(plan) is dict)
+        or not (skills is None or type(skills) is list or type(skills) is tuple)
+        or not _SEQUENCE_TYPES.issuperset(map(type, lists))
+    ):
+        return None
+    messages, episodes, usages, loop_usages, prompts, tools = lists
+    if plan is None:
+        plan = {_END: _END}  # told apart from {}
+    if skills is None:
+        skills = (_END,)
+    return (
+        *_SCALARS(state),
+        *_FROZEN(state),
+        *messages,
+        _END,
+        *episodes,
+        _END,
+        *usages,
+        _END,
+        *loop_usages,
+        _END,
+        *prompts,
+        _END,
+        *tools,
+        _END,
+        *skills,
+        _END,
+        *metadata,
+        _END,
+        *metadata.values(),
+        _END,
+        *plan,
+        _END,
+        *plan.values(),
+        _END,
+        *reminders,
+        _END,
+        *reminders.values(),
+    )
+
+
+def _remember(state: AgentState, refs: tuple[Any, ...], persistence: bool, data: bytes) -> None:
+    """Keep ``data`` as the encoding of ``refs`` when every object in them is immutable:
+    scalars of exactly str, int, bool or None type, frozen values of exactly their
+    class (whose JSON objects are read-only mappings, read-only all the way down as
+    ``crashpoint.core._state`` documents them); otherwise forget the last encoding.
+    Messages, parts, tool calls and episodes were checked by the encoder (``frozen``)."""
+    global _LAST_ENCODED
+    _LAST_ENCODED = (persistence, refs, data) if _immutable(state) else None
+
+
+def _immutable(state: AgentState) -> bool:
+    """:func:`_remember`'s check of what the encoder does not check (empty lists and
+    dicts, the common case, cost nothing)."""
+    immutable = _IMMUTABLE_SCALARS
+    if not all(type(v) in immutable for v in _SCALARS(state)):
+        return False
+    checkpoint, approval, review = _FROZEN(state)
+    if checkpoint is not None and type(checkpoint) is not PendingRunCheckpoint:
+        return False
+    if approval is not None and (
+        type(approval) is not PendingApproval or type(approval.tool_calls) is not tuple
+    ):
+        return False
+    if review is not None and (
+        type(review) is not PendingPlanReview or type(review.plan) is not MappingProxyType
+    ):
+        return False
+    _, _, usages, loop_usages, prompts, tools = _LISTS(state)
+    for records, kind in (
+        (usages, ModelUsage),
+        (loop_usages, ModelUsage),
+        (prompts, SystemPromptEntry),
+        (tools, ToolsEntry),
+    ):
+        if records and not all(type(r) is kind for r in records):
+            return False
+    for entry in tools:
+        if type(entry.tools) is not tuple or not all(
+            type(m) is MappingProxyType for m in entry.tools
+        ):
+            return False
+    for values in (
+        state.active_skills,
+        state.metadata.values(),
+        None if state.plan is None else state.plan.values(),
+        state.system_reminders.values(),
+    ):
+        if values and not all(type(v) in immutable for v in values):
+            return False
+    return True
+
+
+_MSGSPEC_ENCODE: Any = None
+"""``msgspec.json.encode`` once imported (on the first encode: see :data:`_FAST`)."""
+
+
+def _dumps(obj: dict[str, Any], exact: bool) -> bytes:
+    """``json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``
+    as UTF-8, by msgspec when the encoder found the document plain (``exact``, see
+    :func:`_plain_json`): for plain JSON both write the same bytes (no whitespace, keys
+    in insertion order, the same string escapes (only ``"``, ``\\`` and control
+    characters; ``tests/core/test_encode_fast.py`` checks every code point), integers in
+    decimal), and msgspec is about ten times faster (issue 11). Whatever msgspec
+    refuses (a lone surrogate) goes through json, which raises as before."""
+    global _MSGSPEC_ENCODE
+    if exact:
+        if _MSGSPEC_ENCODE is None:
+            import msgspec
+
+            _MSGSPEC_ENCODE = msgspec.json.encode
+        try:
+            return _MSGSPEC_ENCODE(obj)  # type: ignore[no-any-return]
+        except Exception:  # json raises what encode_bytes reports
+            pass
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 _CHECKED: dict[bytes, None] = {}
@@ -1324,19 +1597,19 @@ _CHECKED: dict[bytes, None] = {}
 _CHECKED_MAX: Final = 4096
 
 
-def _encode_bytes(state: AgentState, persistence: bool) -> bytes:
+def _encode_bytes(state: AgentState, persistence: bool) -> tuple[bytes, bool]:
     """:func:`encode_bytes`; the decoder check of the document runs once per distinct
     encoding (issue 11: a harness encodes the same states over and over). Exact: the
     decoder reads strings, numbers and booleans by ``isinstance``, and every other
     value the document holds is a list or dict the encoder built (or copied with
     :func:`_json_object`), so two documents with the same bytes get the same verdict;
     the one place where a key is not checked by the encoder (systemReminders) skips
-    the cache unless every key is a plain str."""
-    obj = _Encoder(persistence).document(state)
+    the cache unless every key is a plain str. Also says whether the encoding may be
+    remembered (a plain document of frozen values: :func:`_remember`)."""
+    encoder = _Encoder(persistence)
+    obj = encoder.document(state)
     try:
-        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-            "utf-8"
-        )
+        data = _dumps(obj, encoder.exact)
     except (ValueError, TypeError) as exc:  # lone surrogates, NaN, cycles, odd types
         _decode_checked(obj)  # raises what decode raises on the document, as encode does
         raise _error(  # pragma: no cover - the check rejects all of these
@@ -1353,4 +1626,4 @@ def _encode_bytes(state: AgentState, persistence: bool) -> bytes:
             if len(_CHECKED) >= _CHECKED_MAX:
                 _CHECKED.clear()
             _CHECKED[digest] = None
-    return data
+    return data, encoder.exact and encoder.frozen

@@ -138,30 +138,45 @@ class RecordingFileSystem:
         """Record a workload mark, e.g. ``"ack:save#2"`` (not an operation)."""
         if self.crashed is not None:
             raise self.crashed
-        self.trace.events.append(Op(len(self.trace.ops), OpKind.MARK, label=label))
+        self.trace.events.append(_shared_op(len(self.trace.ops), OpKind.MARK, "", None, label))
 
-    def _mutate(self, op: Op, call: Callable[[], T], *, inject: bool = True) -> T:
+    def _mutate(
+        self,
+        kind: OpKind,
+        path: str,
+        call: Callable[..., T],
+        *args: object,
+        dst: str | None = None,
+        offset: int = 0,
+        data: bytes = b"",
+        size: int = 0,
+        inject: bool = True,
+    ) -> T:
+        """Run ``call(*args)`` as operation ``len(trace.ops)`` on ``path`` (and ``dst``),
+        unless the machine crashes there or a fault is armed there."""
         if self.crashed is not None:
             raise self.crashed
         index = len(self.trace.ops)
         # The trace holds normalised paths: what the operation really touched.
-        path = posixpath.normpath(op.path)
-        dst = None if op.dst is None else posixpath.normpath(op.dst)
-        if path != op.path or dst != op.dst:
-            op = dataclasses.replace(op, path=path, dst=dst)
+        path = _normpath(path)
+        if dst is not None:
+            dst = _normpath(dst)
         if self.crash_at is not None and index >= self.crash_at:
-            self.crashed = SimulatedCrash(index, op.path)
+            self.crashed = SimulatedCrash(index, path)
             raise self.crashed
         fault = self.fault
         if inject and fault is not None and fault.at == index:
+            op = Op(index, kind, path, dst=dst, offset=offset, data=data, size=size)
             return self._inject(op, fault)
         try:
-            result = call()
+            result = call(*args)
         except OSError as exc:
-            failed = _with(op, index, exc.errno, keep_data=False)
-            self._record(failed)
+            self._record(Op(index, kind, path, dst=dst, offset=offset, size=size, errno=exc.errno))
             raise
-        self._record(_with(op, index, None, keep_data=True))
+        if kind is OpKind.WRITE or size:
+            self._record(Op(index, kind, path, dst=dst, offset=offset, data=data, size=size))
+        else:
+            self._record(_shared_op(index, kind, path, dst, ""))
         return result
 
     def _inject(self, op: Op, fault: Fault) -> NoReturn:
@@ -172,7 +187,7 @@ class RecordingFileSystem:
                 try:
                     self.inner.write(op.path, op.offset, prefix)
                 except OSError as exc:  # nothing was stored: an ordinary failure
-                    self._record(_with(op, index, exc.errno, keep_data=False))
+                    self._record(dataclasses.replace(op, data=b"", errno=exc.errno))
                     raise
             self._record(
                 Op(index, OpKind.WRITE, op.path, offset=op.offset, data=prefix, errno=_errno.ENOSPC)
@@ -198,19 +213,19 @@ class RecordingFileSystem:
         self.trace.ops.append(op)
         self.trace.events.append(op)
 
-    def _read(self, kind: OpKind, path: str, call: Callable[[], T]) -> T:
+    def _read(self, kind: OpKind, call: Callable[[str], T], path: str) -> T:
         if self.crashed is not None:
             raise self.crashed
         if self.record_reads:
             self.trace.events.append(Op(len(self.trace.ops), kind, path))
-        return call()
+        return call(path)
 
     # --- FileSystem: mutating --------------------------------------------------
     def mkdir(self, path: str) -> None:
-        self._mutate(Op(0, OpKind.MKDIR, path), lambda: self.inner.mkdir(path))
+        self._mutate(OpKind.MKDIR, path, self.inner.mkdir, path)
 
     def create(self, path: str) -> None:
-        self._mutate(Op(0, OpKind.CREATE, path), lambda: self.inner.create(path))
+        self._mutate(OpKind.CREATE, path, self.inner.create, path)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         data = bytes(data)
@@ -226,53 +241,80 @@ class RecordingFileSystem:
             # its length is returned, no error. The trace holds what was stored.
             data = data[: len(data) // 2]
         return self._mutate(
-            Op(0, OpKind.WRITE, path, offset=offset, data=data),
-            lambda: self.inner.write(path, offset, data),
+            OpKind.WRITE,
+            path,
+            self.inner.write,
+            path,
+            offset,
+            data,
+            offset=offset,
+            data=data,
             inject=not short,
         )
 
     def truncate(self, path: str, size: int) -> None:
-        self._mutate(
-            Op(0, OpKind.TRUNCATE, path, size=size), lambda: self.inner.truncate(path, size)
-        )
+        self._mutate(OpKind.TRUNCATE, path, self.inner.truncate, path, size, size=size)
 
     def rename(self, src: str, dst: str) -> None:
-        self._mutate(Op(0, OpKind.RENAME, src, dst=dst), lambda: self.inner.rename(src, dst))
+        self._mutate(OpKind.RENAME, src, self.inner.rename, src, dst, dst=dst)
 
     def unlink(self, path: str) -> None:
-        self._mutate(Op(0, OpKind.UNLINK, path), lambda: self.inner.unlink(path))
+        self._mutate(OpKind.UNLINK, path, self.inner.unlink, path)
 
     def fsync(self, path: str) -> None:
-        self._mutate(Op(0, OpKind.FSYNC, path), lambda: self.inner.fsync(path))
+        self._mutate(OpKind.FSYNC, path, self.inner.fsync, path)
 
     def fsync_dir(self, path: str) -> None:
-        self._mutate(Op(0, OpKind.FSYNC_DIR, path), lambda: self.inner.fsync_dir(path))
+        self._mutate(OpKind.FSYNC_DIR, path, self.inner.fsync_dir, path)
 
     # --- FileSystem: reads -----------------------------------------------------
     def read(self, path: str) -> bytes:
-        return self._read(OpKind.READ, path, lambda: self.inner.read(path))
+        return self._read(OpKind.READ, self.inner.read, path)
 
     def exists(self, path: str) -> bool:
-        return self._read(OpKind.EXISTS, path, lambda: self.inner.exists(path))
+        return self._read(OpKind.EXISTS, self.inner.exists, path)
 
     def is_dir(self, path: str) -> bool:
-        return self._read(OpKind.STAT, path, lambda: self.inner.is_dir(path))
+        return self._read(OpKind.STAT, self.inner.is_dir, path)
 
     def listdir(self, path: str) -> list[str]:
-        return self._read(OpKind.LISTDIR, path, lambda: self.inner.listdir(path))
+        return self._read(OpKind.LISTDIR, self.inner.listdir, path)
 
     def size(self, path: str) -> int:
-        return self._read(OpKind.STAT, path, lambda: self.inner.size(path))
+        return self._read(OpKind.STAT, self.inner.size, path)
 
 
-def _with(op: Op, index: int, errno: int | None, *, keep_data: bool) -> Op:
-    return Op(
-        index,
-        op.kind,
-        op.path,
-        dst=op.dst,
-        offset=op.offset,
-        data=op.data if keep_data else b"",
-        size=op.size,
-        errno=errno,
-    )
+_SHARED_OPS: dict[tuple[object, ...], Op] = {}
+_SHARED_OPS_MAX = 8192
+
+
+def _shared_op(index: int, kind: OpKind, path: str, dst: str | None, label: str) -> Op:
+    """``Op(index, kind, path, dst=dst, label=label)``, one object for equal ones (issue
+    11: a workload recorded once per fault records the same marks and metadata
+    operations each time; an :class:`Op` is frozen, so sharing it changes nothing)."""
+    if type(path) is not str or type(label) is not str or not (dst is None or type(dst) is str):
+        return Op(index, kind, path, dst=dst, label=label)  # a subclass may equal a str
+    key = (index, kind, path, dst, label)
+    op = _SHARED_OPS.get(key)
+    if op is None:
+        if len(_SHARED_OPS) >= _SHARED_OPS_MAX:
+            _SHARED_OPS.clear()
+        op = _SHARED_OPS[key] = Op(index, kind, path, dst=dst, label=label)
+    return op
+
+
+_NORMPATHS: dict[str, str] = {}
+_NORMPATHS_MAX = 4096
+
+
+def _normpath(path: str) -> str:
+    """``posixpath.normpath(path)``, remembered (a workload touches a few paths over and
+    over; issue 11)."""
+    normal = _NORMPATHS.get(path)
+    if normal is None:
+        normal = posixpath.normpath(path)
+        if type(path) is str:  # a subclass may compare equal to a plain str
+            if len(_NORMPATHS) >= _NORMPATHS_MAX:
+                _NORMPATHS.clear()
+            _NORMPATHS[path] = normal
+    return normal

@@ -241,7 +241,8 @@ def record(workload: Workload, target: Target, *, fault: Fault | None = None) ->
     fs = MemoryFileSystem(dirs=_ROOT_DIRS)
     expects = dict(workload.setup(fs, BASE_DIR)) if workload.setup else {}
     initial = fs.crash_state()
-    rec = RecordingFileSystem(MemoryFileSystem(initial), fault=fault)
+    # Reads are not kept (the recording holds operations and marks): not recorded.
+    rec = RecordingFileSystem(MemoryFileSystem(initial), fault=fault, record_reads=False)
     session = Session(target(rec, BASE_DIR), rec, BASE_DIR)
     workload.run(session)
     sessions = list(expects)

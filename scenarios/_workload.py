@@ -52,11 +52,21 @@ class CallKind(str, enum.Enum):
     MARK_NOT_RESUMABLE = "mark_not_resumable"
 
 
+_VALUES: dict[CallKind, str] = {kind: kind.value for kind in CallKind}
+
+
 @functools.lru_cache(maxsize=4096)
 def _as_loaded(data: bytes) -> AgentState:
     # Re-runs of a workload (one per fault) save the same snapshots again; the
     # harness never mutates an expected state, so the decoded value can be shared.
     return decode_bytes(data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _fresh_bytes(session_id: str) -> bytes:
+    # A fresh state without metadata is a function of its id (AgentState.new); an id
+    # the codec refuses raises each time (lru_cache keeps results only).
+    return encode_bytes(AgentState.new(session_id, {}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +97,15 @@ class Expect:
     def saved(cls, state: AgentState) -> Expect:
         """What loading ``state`` after a save must give (the codec's round trip)."""
         data = encode_bytes(state)
+        return cls(state=_as_loaded(data), data=data)
+
+    @classmethod
+    def created(cls, session_id: str, initial_metadata: Mapping[str, Any] | None) -> Expect:
+        """:meth:`saved` of the fresh state load_or_create saves for a new session."""
+        if not initial_metadata and type(session_id) is str:
+            data = _fresh_bytes(session_id)  # the same state for the same id
+        else:
+            data = encode_bytes(AgentState.new(session_id, dict(initial_metadata or {})))
         return cls(state=_as_loaded(data), data=data)
 
     def describe(self) -> str:
@@ -169,32 +188,35 @@ class Session:
         *,
         reraise: bool = False,
     ) -> Any:
-        call = Call(len(self.calls), kind, session_id, self.fs.op_count, saved=saved)
+        fs = self.fs
+        seq = len(self.calls)
+        call = Call(seq, kind, session_id, fs.op_count, saved=saved)
         self.calls.append(call)
-        self.fs.mark(f"begin:{call.label}")
+        label = f"{_VALUES[kind]}#{seq}"  # = call.label
+        fs.mark("begin:" + label)
         try:
             result = fn()
         except StateError as exc:
-            call.end = self.fs.op_count
+            call.end = fs.op_count
             call.error = str(exc.code)
             call.retryability = str(exc.retryability)
-            self.fs.mark(f"fail:{call.label}:{exc.code}")
+            fs.mark(f"fail:{label}:{exc.code}")
             if reraise:
                 raise
             return None
         except Exception as exc:  # not a StateError: a finding (F1), not a harness error
-            if self.fs.crashed is not None:
-                raise self.fs.crashed from None
-            call.end = self.fs.op_count
+            if fs.crashed is not None:
+                raise fs.crashed from None
+            call.end = fs.op_count
             call.error = f"exception:{type(exc).__name__}"
-            self.fs.mark(f"fail:{call.label}:{call.error}")
+            fs.mark(f"fail:{label}:{call.error}")
             if reraise:
                 raise
             return None
-        call.end = self.fs.op_count
+        call.end = fs.op_count
         if isinstance(result, AgentState):
             call.result = result
-        self.fs.mark(f"ack:{call.label}")
+        fs.mark("ack:" + label)
         return result
 
     def save(self, state: AgentState) -> bool:
@@ -260,7 +282,7 @@ class RecordedStorage:
         self, session_id: str, initial_metadata: Mapping[str, Any] | None = None
     ) -> AgentState | None:
         storage = self._s.storage
-        fresh = Expect.saved(AgentState.new(session_id, dict(initial_metadata or {})))
+        fresh = Expect.created(session_id, initial_metadata)
         result: AgentState | None = self._call(
             CallKind.LOAD_OR_CREATE,
             session_id,
