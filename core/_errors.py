@@ -239,7 +239,10 @@ class StateError(Exception):
         cause: BaseException | None = None,
     ) -> None:
         super().__init__(code, message)
-        self.code = code.value if isinstance(code, enum.Enum) else str(code)
+        if type(code) is str:
+            self.code = code
+        else:  # an enum member's value (ErrorCode's are plain strings), or str() of it
+            self.code = code._value_ if isinstance(code, enum.Enum) else str(code)
         self.message = message
         self.layer = layer
         self.retryability = (

@@ -457,6 +457,7 @@ def describe_alternatives(outcomes: Sequence[Expect]) -> str:
     return " or ".join(texts)
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of two strings, asked per operation
 def outside(path: str, base_dir: str) -> bool:
     """Whether ``path`` lies outside ``base_dir`` (after normalisation)."""
     norm = posixpath.normpath(path)
