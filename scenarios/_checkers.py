@@ -231,13 +231,21 @@ def _dedup(outcomes: Iterable[Expect]) -> list[Expect]:
     return out
 
 
-def _effect(call: Call, before: list[Expect], condemned_data: set[bytes]) -> list[Expect]:
-    """The outcomes after ``call`` took effect."""
+def _effect(
+    call: Call,
+    before: list[Expect],
+    condemned_data: set[bytes],
+    labelled: dict[int, Expect] | None = None,
+) -> list[Expect]:
+    """The outcomes after ``call`` took effect (``labelled``: see :func:`expectation`)."""
     kind = call.kind
-    if kind is CallKind.SAVE or kind is CallKind.LOAD_OR_CREATE:
-        saved = None if call.saved is None else dataclasses.replace(call.saved, origin=call.label)
-    else:
-        saved = None  # not used below
+    saved = None  # what a save or a creating load_or_create wrote, with its origin
+    if call.saved is not None and (kind is CallKind.SAVE or kind is CallKind.LOAD_OR_CREATE):
+        saved = None if labelled is None else labelled.get(id(call))
+        if saved is None:
+            saved = dataclasses.replace(call.saved, origin=call.label)
+            if labelled is not None:
+                labelled[id(call)] = saved
     if kind is CallKind.SAVE:
         if saved is None:
             return before
@@ -277,9 +285,18 @@ _stem = session_file_stem
 
 
 def expectation(
-    calls: Sequence[Call], initial: Expect | None, session_id: str, k: int
+    calls: Sequence[Call],
+    initial: Expect | None,
+    session_id: str,
+    k: int,
+    *,
+    labelled: dict[int, Expect] | None = None,
 ) -> Expectation:
     """Fold the calls on ``session_id`` issued before crash point ``k``.
+
+    ``labelled``: a memo of each call's written outcome with its origin, by the call's
+    ``id`` (Expect is frozen: folds of the same calls may share them); the caller
+    keeps ``calls`` alive while it keeps the memo.
 
     A call is acknowledged when it returned after at most ``k`` operations
     (``end <= k``) and in flight when it began but had not returned
@@ -310,7 +327,7 @@ def expectation(
                 exp.collided = True
             continue
         acked = call.end is not None and call.end <= k
-        after = _effect(call, exp.allowed, exp.condemned_data)
+        after = _effect(call, exp.allowed, exp.condemned_data, labelled)
         if not acked:
             exp.allowed = _dedup([*exp.allowed, *after])
             exp.inflight = call

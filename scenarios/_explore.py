@@ -510,6 +510,7 @@ class Checker:
         ends = [math.inf if c.end is None else c.end for c in recording.calls]
         folded: dict[tuple[int, int], dict[str, Expectation]] = {}
         judged: dict[tuple[int, int], list[tuple[Invariant, str] | None]] = {}
+        labelled: dict[int, Expect] = {}  # each save's outcome, shared by the folds
         workload = self.workload
         check_s2 = Invariant.S2 in wanted
         # The engine enumerates, filters and counts the crash states (it knows no
@@ -531,7 +532,9 @@ class Checker:
             exps = folded.get(step)
             if exps is None:
                 exps = folded[step] = {
-                    sid: expectation(recording.calls, recording.expects.get(sid), sid, k)
+                    sid: expectation(
+                        recording.calls, recording.expects.get(sid), sid, k, labelled=labelled
+                    )
                     for sid in sessions
                 }
             at_end = k == len(ops)
