@@ -1201,7 +1201,9 @@ class _Encoder:
                 "messages": self.messages(
                     state.messages, ErrorCode.MESSAGES_TYPE, "history.messages", 3
                 ),
-                "episodicMemories": [
+                "episodicMemories": []
+                if _empty_list(state.episodic_memories)
+                else [
                     self.episode(e, f"history.episodicMemories[{i}]")
                     for i, e in enumerate(
                         _sequence(
@@ -1212,8 +1214,12 @@ class _Encoder:
                     )
                 ],
             },
-            "usages": _usages(state.usages, ErrorCode.USAGES_TYPE, "usages"),
-            "metadata": _json_object(state.metadata, ErrorCode.METADATA_TYPE, "metadata", 2),
+            "usages": []
+            if _empty_list(state.usages)
+            else _usages(state.usages, ErrorCode.USAGES_TYPE, "usages"),
+            "metadata": {}
+            if type(state.metadata) is dict and not state.metadata
+            else _json_object(state.metadata, ErrorCode.METADATA_TYPE, "metadata", 2),
         }
         if state.plan is not None:
             obj["plan"] = _json_object(state.plan, ErrorCode.PLAN_TYPE, "plan", 2)
@@ -1224,8 +1230,12 @@ class _Encoder:
         obj["isRunning"] = state.is_running
         obj["totalLoopCount"] = state.total_loop_count
         obj["currentLoopCount"] = state.current_loop_count
-        obj["currentLoopUsages"] = _usages(
-            state.current_loop_usages, ErrorCode.CURRENT_LOOP_USAGES_TYPE, "currentLoopUsages"
+        obj["currentLoopUsages"] = (
+            []
+            if _empty_list(state.current_loop_usages)
+            else _usages(
+                state.current_loop_usages, ErrorCode.CURRENT_LOOP_USAGES_TYPE, "currentLoopUsages"
+            )
         )
         if state.last_error is not None:
             obj["lastError"] = state.last_error
@@ -1233,22 +1243,30 @@ class _Encoder:
         if not isinstance(reminders, dict):
             _fail(ErrorCode.SYSTEM_REMINDERS_TYPE, "systemReminders", "a dict of str to str")
         obj["systemReminders"] = dict(reminders)
-        obj["systemPromptHistory"] = [
-            _prompt_entry(e, f"systemPromptHistory[{i}]")
-            for i, e in enumerate(
-                _sequence(
-                    state.system_prompt_history,
-                    ErrorCode.SYSTEM_PROMPT_HISTORY_TYPE,
-                    "systemPromptHistory",
+        obj["systemPromptHistory"] = (
+            []
+            if _empty_list(state.system_prompt_history)
+            else [
+                _prompt_entry(e, f"systemPromptHistory[{i}]")
+                for i, e in enumerate(
+                    _sequence(
+                        state.system_prompt_history,
+                        ErrorCode.SYSTEM_PROMPT_HISTORY_TYPE,
+                        "systemPromptHistory",
+                    )
                 )
-            )
-        ]
-        obj["toolsHistory"] = [
-            _tools_entry(e, f"toolsHistory[{i}]")
-            for i, e in enumerate(
-                _sequence(state.tools_history, ErrorCode.TOOLS_HISTORY_TYPE, "toolsHistory")
-            )
-        ]
+            ]
+        )
+        obj["toolsHistory"] = (
+            []
+            if _empty_list(state.tools_history)
+            else [
+                _tools_entry(e, f"toolsHistory[{i}]")
+                for i, e in enumerate(
+                    _sequence(state.tools_history, ErrorCode.TOOLS_HISTORY_TYPE, "toolsHistory")
+                )
+            ]
+        )
         if state.pending_run_checkpoint is not None:
             cp = state.pending_run_checkpoint
             if not isinstance(cp, PendingRunCheckpoint):
@@ -1329,6 +1347,11 @@ def _plain_json(value: object) -> bool:
     return True
 
 
+def _empty_list(value: object) -> bool:
+    """An empty list, which encodes as ``[]`` (the common case, without the loop)."""
+    return type(value) is list and not value
+
+
 def _sequence(value: object, code: ErrorCode, where: str) -> list[Any] | tuple[Any, ...]:
     if not isinstance(value, (list, tuple)):
         _fail(code, where, "a list")
@@ -1392,8 +1415,9 @@ def encode(state: AgentState, *, persistence: bool = True) -> dict[str, Any]:
 
 
 def _encode(state: AgentState, persistence: bool) -> dict[str, Any]:
-    obj = _Encoder(persistence).document(state)
-    _decode_checked(obj)
+    encoder = _Encoder(persistence)
+    obj = encoder.document(state)
+    _checked_bytes(obj, encoder.exact)
     return obj
 
 
@@ -1598,18 +1622,27 @@ _CHECKED_MAX: Final = 4096
 
 
 def _encode_bytes(state: AgentState, persistence: bool) -> tuple[bytes, bool]:
-    """:func:`encode_bytes`; the decoder check of the document runs once per distinct
-    encoding (issue 11: a harness encodes the same states over and over). Exact: the
-    decoder reads strings, numbers and booleans by ``isinstance``, and every other
-    value the document holds is a list or dict the encoder built (or copied with
-    :func:`_json_object`), so two documents with the same bytes get the same verdict;
-    the one place where a key is not checked by the encoder (systemReminders) skips
-    the cache unless every key is a plain str. Also says whether the encoding may be
-    remembered (a plain document of frozen values: :func:`_remember`)."""
+    """:func:`encode_bytes`, and whether the encoding may be remembered (a plain
+    document of frozen values: :func:`_remember`)."""
     encoder = _Encoder(persistence)
     obj = encoder.document(state)
+    return _checked_bytes(obj, encoder.exact), encoder.exact and encoder.frozen
+
+
+def _checked_bytes(obj: dict[str, Any], exact: bool) -> bytes:
+    """The bytes of a document the encoder built, after the decoder's check; the check
+    runs once per distinct encoding (issue 11: a harness encodes the same states over
+    and over). Exact: the decoder reads strings, numbers and booleans by
+    ``isinstance``, and every other value the document holds is a list or dict the
+    encoder built (or copied with :func:`_json_object`), so two documents with the same
+    bytes get the same verdict; the one place where a key is not checked by the encoder
+    (systemReminders) skips the cache unless every key is a plain str.
+
+    Raises:
+        StateError: what decode raises on the document.
+    """
     try:
-        data = _dumps(obj, encoder.exact)
+        data = _dumps(obj, exact)
     except (ValueError, TypeError) as exc:  # lone surrogates, NaN, cycles, odd types
         _decode_checked(obj)  # raises what decode raises on the document, as encode does
         raise _error(  # pragma: no cover - the check rejects all of these
@@ -1626,4 +1659,4 @@ def _encode_bytes(state: AgentState, persistence: bool) -> tuple[bytes, bool]:
             if len(_CHECKED) >= _CHECKED_MAX:
                 _CHECKED.clear()
             _CHECKED[digest] = None
-    return data, encoder.exact and encoder.frozen
+    return data

@@ -40,6 +40,13 @@ _NO_FALLBACK = frozenset(
 )
 """Load errors raised as they are, never answered with bak (SPEC.md §6)."""
 
+_ROTATABLE: dict[bytes, bool] = {}
+"""The reference's :meth:`FileStateStorage._rotatable` verdict by the digest (blake2b,
+16 bytes) of main's bytes: whether they decode to a paired state depends on the bytes
+alone (issue 11: each save of a session reads and decodes the snapshot the last one
+wrote)."""
+_ROTATABLE_MAX = 4096
+
 
 @runtime_checkable
 class StateStorage(Protocol):
@@ -306,11 +313,23 @@ class FileStateStorage:
         is raised (OSError: the save fails, nothing touched but tmp)."""
         if not self.strict:
             return True
+        data = self.fs.read(main)
+        digest = None
+        if type(data) is bytes and type(self)._check_pairing is FileStateStorage._check_pairing:
+            digest = hashlib.blake2b(data, digest_size=16).digest()
+            known = _ROTATABLE.get(digest)
+            if known is not None:
+                return known
         try:
-            self._check_pairing(decode_bytes(self.fs.read(main)))
+            self._check_pairing(decode_bytes(data))
+            verdict = True
         except StateError:
-            return False
-        return True
+            verdict = False
+        if digest is not None:
+            if len(_ROTATABLE) >= _ROTATABLE_MAX:
+                _ROTATABLE.clear()
+            _ROTATABLE[digest] = verdict
+        return verdict
 
     def _clear_marker(self, ended: str) -> None:
         # After the directory sync: were the unlink to persist without the renames

@@ -228,3 +228,40 @@ def test_an_unchanged_state_and_its_snapshot_reuse_the_encoding() -> None:
     assert encode_bytes(state) is data
     assert encode_bytes(state.snapshot()) is data  # frozen values are shared
     assert encode_bytes(state, persistence=False) == data  # encoded anew, same bytes here
+
+
+def test_encode_gives_the_document_or_the_error_it_gave() -> None:
+    """encode() takes the check's verdict from the same cache as encode_bytes."""
+
+    def reference(state: AgentState) -> tuple[object, ...]:
+        try:
+            obj = _codec._Encoder(True).document(state)
+            _codec._decode_checked(obj)
+        except StateError as exc:
+            return ("error", exc.code, exc.message)
+        return ("document", repr(obj), obj)
+
+    def actual(state: AgentState) -> tuple[object, ...]:
+        try:
+            obj = _codec.encode(state)
+        except StateError as exc:
+            return ("error", exc.code, exc.message)
+        return ("document", repr(obj), obj)
+
+    rng = random.Random(5)
+    states = [valid_state(rng) for _ in range(50)]
+    for field, value in [
+        ("total_loop_count", 3.0),
+        ("total_loop_count", _Number(3)),
+        ("is_running", {1}),
+        ("system_reminders", {1: "x"}),
+        ("metadata", {"a": float("nan")}),
+        ("last_error", "\ud800"),
+    ]:
+        state = AgentState.new("s1")
+        setattr(state, field, value)
+        states.append(state)
+    for state in states:
+        expected = reference(state)
+        assert actual(state) == expected
+        assert actual(state) == expected  # the check's verdict remembered
