@@ -346,6 +346,9 @@ class FileStateStorage:
             pass
 
     # --- load ------------------------------------------------------------------
+    # explore's read-set memo of loads relies on this: load is a deterministic function of
+    # the session id, the options and what it reads through ``fs``; it writes nothing and
+    # changes no attribute (scenarios/_explore.py, _LoadMemo). Keep it so.
     def load(self, session_id: str) -> AgentState:
         main = self.path(session_id)
         bak = main + ".bak"
