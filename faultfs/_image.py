@@ -17,13 +17,36 @@ from dataclasses import dataclass, field
 
 from ._trace import Op, OpKind
 
-__all__ = ["CrashState", "Image", "os_error"]
+__all__ = ["CrashState", "Image", "new_crash_state", "os_error", "parent_dir"]
+
+
+# Operation kinds as module constants: an enum member looked up on its class costs a
+# descriptor call, and apply runs once per operation.
+_WRITE, _CREATE, _RENAME, _UNLINK, _MKDIR, _TRUNCATE, _FSYNC, _FSYNC_DIR = (
+    OpKind.WRITE,
+    OpKind.CREATE,
+    OpKind.RENAME,
+    OpKind.UNLINK,
+    OpKind.MKDIR,
+    OpKind.TRUNCATE,
+    OpKind.FSYNC,
+    OpKind.FSYNC_DIR,
+)
 
 
 def os_error(code: int, path: str) -> OSError:
     """``OSError(code, os.strerror(code), path)``: the builtin subclass for ``code``
     (``FileNotFoundError`` for ENOENT ...), exactly as the OS raises it."""
     return OSError(code, os.strerror(code), path)
+
+
+def parent_dir(path: str) -> str:
+    """``posixpath.dirname(path) or "/"``, without its slash stripping when the last
+    separator is a single one (every path a trace holds)."""
+    i = path.rfind("/")
+    if i > 0 and path[i - 1] != "/":
+        return path[:i]
+    return posixpath.dirname(path) or "/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +79,29 @@ class CrashState:
 
         ``file_sha256``: gives the sha256 digest (32 bytes) of a content, e.g. from a
         memo; the default computes it."""
-        h = hashlib.sha256()
+        sha256 = hashlib.sha256
+        parts: list[bytes] = []  # hashed as one message: the same digest as update by update
         for path, data in self.files:
-            sha = hashlib.sha256(data).digest() if file_sha256 is None else file_sha256(data)
-            h.update(b"f\0" + path.encode() + b"\0" + sha)
+            sha = sha256(data).digest() if file_sha256 is None else file_sha256(data)
+            parts += (b"f\0", path.encode(), b"\0", sha)
         for path in self.dirs:
-            h.update(b"d\0" + path.encode() + b"\0")
-        return h.hexdigest()[:16]
+            parts += (b"d\0", path.encode(), b"\0")
+        return sha256(b"".join(parts)).hexdigest()[:16]
+
+
+_new = object.__new__
+_set_files = CrashState.__dict__["files"].__set__
+_set_dirs = CrashState.__dict__["dirs"].__set__
+
+
+def new_crash_state(files: tuple[tuple[str, bytes], ...], dirs: tuple[str, ...]) -> CrashState:
+    """``CrashState(files, dirs)``, the same object built without the frozen
+    dataclass's ``__init__`` (its ``object.__setattr__`` per field is about a third
+    of the cost): the persistence models build one per crash state."""
+    state = _new(CrashState)
+    _set_files(state, files)
+    _set_dirs(state, dirs)
+    return state
 
 
 @dataclass(slots=True)
@@ -121,23 +160,28 @@ class Image:
 
     def crash_state(self) -> CrashState:
         """Freeze this image into a :class:`CrashState`."""
-        files = tuple(sorted((p, self.data[i]) for p, i in self.names.items()))
-        return CrashState(files, tuple(sorted(self.dirs - {"/"})))
+        names, data = self.names, self.data
+        dirs = sorted(self.dirs)
+        if "/" in self.dirs:
+            dirs.remove("/")
+        paths = sorted(names)
+        contents = map(data.__getitem__, map(names.__getitem__, paths))
+        files = tuple(zip(paths, contents, strict=True))
+        return new_crash_state(files, tuple(dirs))
 
     @classmethod
     def from_crash_state(cls, state: CrashState) -> Image:
-        image = cls()
-        for d in state.dirs:
-            image.dirs.add(d)
-        for path, content in state.files:
-            image.names[path] = image.next_inode
-            image.data[image.next_inode] = content
-            image.next_inode += 1
-        return image
+        files = state.files
+        names: dict[str, int] = {}
+        data: dict[int, bytes] = {}
+        for inode, (path, content) in enumerate(files, 1):
+            names[path] = inode
+            data[inode] = content
+        return cls({"/", *state.dirs}, names, data, len(files) + 1)
 
     # --- mutation ------------------------------------------------------------
     def _parent_ok(self, path: str) -> None:
-        parent = posixpath.dirname(path) or "/"
+        parent = parent_dir(path)
         if parent not in self.dirs:
             raise os_error(errno.ENOTDIR if parent in self.names else self.absent(parent), path)
 
@@ -146,7 +190,7 @@ class Image:
         image is unchanged."""
         kind = op.kind
         path = op.path
-        if kind is OpKind.WRITE:
+        if kind is _WRITE:
             inode = self._file_inode(path)
             if not op.data:
                 return  # pwrite of nothing changes nothing, not even the size
@@ -155,7 +199,7 @@ class Image:
             if op.offset > len(old):
                 old = old + bytes(op.offset - len(old))
             self.data[inode] = old[: op.offset] + op.data + old[end:]
-        elif kind is OpKind.CREATE:
+        elif kind is _CREATE:
             if path in self.dirs:
                 raise os_error(errno.EISDIR, path)
             found = self.names.get(path)
@@ -165,7 +209,7 @@ class Image:
                 self.next_inode += 1
                 self.names[path] = found
             self.data[found] = b""
-        elif kind is OpKind.RENAME:
+        elif kind is _RENAME:
             dst = op.dst or ""
             if path in self.dirs:
                 raise os_error(errno.EISDIR, path)  # directory renames are out of the model
@@ -185,20 +229,20 @@ class Image:
                     del self.data[replaced]
                 del self.names[path]
                 self.names[dst] = moved
-        elif kind is OpKind.UNLINK:
+        elif kind is _UNLINK:
             inode = self._file_inode(path)
             del self.names[path]
             del self.data[inode]
-        elif kind is OpKind.MKDIR:
+        elif kind is _MKDIR:
             if self.exists(path):
                 raise os_error(errno.EEXIST, path)
             self._parent_ok(path)
             self.dirs.add(path)
-        elif kind is OpKind.TRUNCATE:
+        elif kind is _TRUNCATE:
             inode = self._file_inode(path)
             old = self.data[inode]
             self.data[inode] = old[: op.size] + bytes(max(0, op.size - len(old)))
-        elif kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
+        elif kind is _FSYNC or kind is _FSYNC_DIR:
             if not self.exists(path):
                 raise os_error(self.absent(path), path)
         else:

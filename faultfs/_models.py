@@ -26,7 +26,7 @@ import random
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
-from ._image import CrashState, Image
+from ._image import CrashState, Image, new_crash_state
 from ._trace import Op, OpKind
 
 __all__ = [
@@ -139,10 +139,33 @@ class CrashPoint:
     cut: int = 0
 
 
+_CHANGES = frozenset(kind for kind in OpKind if kind.mutating and not kind.barrier)
+"""The kinds of operations that change an image (barriers do not)."""
+_WRITE = OpKind.WRITE  # a module constant: an enum member looked up on its class is a call
+
+
+_new = object.__new__
+_set_point = tuple(CrashPoint.__dict__[name].__set__ for name in ("index", "op", "states", "cut"))
+
+
+def new_crash_point(
+    index: int, op: Op | None, states: tuple[CrashState, ...], cut: int = 0
+) -> CrashPoint:
+    """``CrashPoint(index, op, states, cut)``, built without the frozen dataclass's
+    ``__init__`` (see :func:`~crashpoint.faultfs._image.new_crash_state`)."""
+    point = _new(CrashPoint)
+    set_index, set_op, set_states, set_cut = _set_point
+    set_index(point, index)
+    set_op(point, op)
+    set_states(point, states)
+    set_cut(point, cut)
+    return point
+
+
 def effective(op: Op) -> bool:
     """Whether a recorded operation changed the disk (failed ones did not, except the
     prefix a short write stored)."""
-    return op.errno is None or (op.kind is OpKind.WRITE and bool(op.data))
+    return op.errno is None or (op.kind is _WRITE and bool(op.data))
 
 
 def crash_points(
@@ -180,8 +203,14 @@ def crash_points(
     if model.volatile_data or model.reorder:
         from ._power import power_crash_points  # the power-loss family
 
-        yield from power_crash_points(model, initial, ops, points=points)
-        return
+        return power_crash_points(model, initial, ops, points=points)
+    return _process_crash_points(model, initial, ops, points)
+
+
+def _process_crash_points(
+    model: PersistenceModel, initial: CrashState, ops: Sequence[Op], points: Container[int] | None
+) -> Iterator[CrashPoint]:
+    """:func:`crash_points` under ``process-crash`` (its errors raised when iterated)."""
     if model.block_size < 1 or model.max_partial_writes < 2:
         raise ValueError(f"model {model.name!r} needs block_size >= 1 and max_partial_writes >= 2")
     image = Image.from_crash_state(initial)
@@ -192,12 +221,12 @@ def crash_points(
         if points is None or k in points:
             if state is None:
                 state = image.crash_state()
-            if op is not None and op.kind is OpKind.WRITE and effective(op):
+            if op is not None and op.kind is _WRITE and effective(op):
                 partial, cut = _partial_writes(model, image, state, op, k)
-                yield CrashPoint(k, op, partial, cut)
+                yield new_crash_point(k, op, partial, cut)
             else:
-                yield CrashPoint(k, op, (state,))
-        if op is not None and effective(op) and op.kind.mutating and not op.kind.barrier:
+                yield new_crash_point(k, op, (state,))
+        if op is not None and op.kind in _CHANGES and effective(op):
             image.apply(op)
             state = None
 
@@ -209,9 +238,10 @@ def _partial_writes(
     page = model.block_size
     offset = op.offset
     end = offset + len(op.data)
-    lengths = [b - offset for b in range((offset // page + 1) * page, end, page)]
-    if not lengths or op.path not in image.names:
+    first = (offset // page + 1) * page  # the first page boundary after the offset
+    if first >= end or op.path not in image.names:
         return (state,), 0
+    lengths = [b - offset for b in range(first, end, page)]
     cut = 0
     limit = model.max_partial_writes
     if len(lengths) > limit:
@@ -226,5 +256,6 @@ def _partial_writes(
     seen: dict[CrashState, None] = {state: None}
     for m in lengths:
         content = old[:offset] + op.data[:m] + old[offset + m :]
-        seen[CrashState((*files[:at], (op.path, content), *files[at + 1 :]), state.dirs)] = None
+        partial = (*files[:at], (op.path, content), *files[at + 1 :])
+        seen[new_crash_state(partial, state.dirs)] = None
     return tuple(seen), cut

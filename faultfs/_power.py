@@ -69,7 +69,9 @@ omitted operations a bound left out (or not reached), an upper bound on its data
 combinations (the product over inodes with pending data of their possible
 contents). It is therefore an upper bound on the distinct crash states left out,
 and 0 exactly when the enumeration was exhaustive. The trace is replayed once,
-incrementally; crash states share their byte strings.
+incrementally; crash states share their byte strings. Each in-order prefix is built
+once, and its frame (with the crash states made from it) serves every crash point
+until the content of one of its inodes changes.
 """
 
 from __future__ import annotations
@@ -77,25 +79,34 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import posixpath
+import operator
 from collections.abc import Container, Iterator, Sequence
 from typing import NamedTuple
 
-from ._image import CrashState, Image
-from ._models import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective
+from ._image import CrashState, Image, new_crash_state, parent_dir
+from ._models import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective, new_crash_point
 from ._trace import Op, OpKind
 
 __all__ = ["durable_state", "power_crash_points", "reorder_bound", "reorder_cut"]
+
+# Operation kinds as module constants (an enum member looked up on its class costs a
+# descriptor call, and ``step`` runs once per operation).
+_OP_WRITE, _OP_CREATE, _OP_RENAME, _OP_MKDIR, _OP_TRUNCATE, _OP_FSYNC, _OP_FSYNC_DIR = (
+    OpKind.WRITE,
+    OpKind.CREATE,
+    OpKind.RENAME,
+    OpKind.MKDIR,
+    OpKind.TRUNCATE,
+    OpKind.FSYNC,
+    OpKind.FSYNC_DIR,
+)
+_MUTATING = frozenset(kind for kind in OpKind if kind.mutating)
 
 # Kinds of metadata records. Directory operations are the first four.
 _MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC = range(5)
 
 _Names = dict[str, int]
 _Items = tuple[tuple[str, int], ...]
-
-
-def _parent(path: str) -> str:
-    return posixpath.dirname(path) or "/"
 
 
 def _write(content: bytes, offset: int, data: bytes) -> bytes:
@@ -236,7 +247,7 @@ class _Inode:
         self.gates.append(gate)
         self.whole = _write(self.whole, offset, data)
         self.reach = max(self.reach, len(self.whole), offset + len(data))
-        self.stale = True
+        self._changed()
 
     def trunc(self, position: int, size: int) -> None:
         self.pending.append((position, size, b""))
@@ -245,7 +256,7 @@ class _Inode:
         self.whole = _resize(self.whole, size)
         self.bare = _resize(self.bare, size)
         self.reach = max(self.reach, size)
-        self.stale = True
+        self._changed()
 
     def sync(self) -> None:
         self.durable = self.bare = self.whole
@@ -253,7 +264,7 @@ class _Inode:
         self.gates = []
         self.truncs = []
         self.reach = len(self.whole)
-        self.stale = True
+        self._changed()
 
     def lose(self) -> None:
         """fsyncgate: the pending writes are dropped for good."""
@@ -261,7 +272,13 @@ class _Inode:
         self.pending = [self.pending[i] for i in kept]
         self.gates = [self.gates[i] for i in kept]
         self.whole = self.bare
+        self._changed()
+
+    def _changed(self) -> None:
+        """The options are recomputed when next asked for, and not kept meanwhile
+        (their torn contents are large, and a frame may never ask again)."""
         self.stale = True
+        self.opts = None
 
     def options(self, block_size: int) -> _Options | None:
         """Options with every pending entry kept; None if the content is settled."""
@@ -311,21 +328,29 @@ class _Choice(NamedTuple):
 
 
 class _Frame:
-    """One metadata choice with its inodes' contents: a family of crash states."""
+    """One metadata choice with its inodes' contents: a family of crash states.
 
-    __slots__ = ("contents", "count", "dirs", "paths", "slots")
+    ``key`` is its identity (names, directories, and which variant of each inode's
+    content); the states are built once each (a frame may serve several crash points).
+    """
+
+    __slots__ = ("contents", "count", "dirs", "items", "key", "made", "paths", "slots")
 
     def __init__(
         self,
-        paths: tuple[str, ...],
+        items: _Items,
         contents: list[bytes],
         slots: list[tuple[int, _Options]],
         dirs: tuple[str, ...],
+        key: tuple[object, ...],
     ) -> None:
-        self.paths = paths
+        self.items = items
+        self.paths = tuple(map(_first, items))
         self.contents = contents
         self.slots = slots
         self.dirs = dirs
+        self.key = key
+        self.made: dict[tuple[int, ...] | None, CrashState] = {}
         count = 1
         for _, opts in slots:
             count *= len(opts)
@@ -333,13 +358,39 @@ class _Frame:
 
     def state(self, combo: tuple[int, ...] | None) -> CrashState:
         """The crash state with option ``combo[i]`` for slot ``i`` (None: all whole)."""
+        made = self.made.get(combo)
+        if made is not None:
+            return made
         if combo is None:
-            return CrashState(tuple(zip(self.paths, self.contents, strict=True)), self.dirs)
-        contents = list(self.contents)
-        for (i, opts), c in zip(self.slots, combo, strict=True):
-            if c:
-                contents[i] = opts[c]
-        return CrashState(tuple(zip(self.paths, contents, strict=True)), self.dirs)
+            contents = self.contents
+        else:
+            contents = list(self.contents)
+            for (i, opts), c in zip(self.slots, combo, strict=True):
+                if c:
+                    contents[i] = opts[c]
+        made = self.made[combo] = new_crash_state(
+            tuple(zip(self.paths, contents, strict=True)), self.dirs
+        )
+        return made
+
+
+class _Kept:
+    """The items an iterator gave, kept to be given again (then it goes on): one
+    reader at a time."""
+
+    __slots__ = ("items", "key", "source")
+
+    def __init__(self, key: tuple[int, ...], source: Iterator[_Choice | None]) -> None:
+        self.key = key
+        self.items: list[_Choice | None] = []
+        self.source = source
+
+    def __iter__(self) -> Iterator[_Choice | None]:
+        items = self.items
+        yield from items
+        for item in self.source:
+            items.append(item)
+            yield item
 
 
 def _combos(frames: list[_Frame]) -> Iterator[tuple[_Frame, tuple[int, ...]]]:
@@ -421,38 +472,50 @@ class _Explorer:
         self.pending: dict[int, set[str]] = {}
         self.trunc_pending: dict[int, list[int]] = {}  # reorder: inode -> positions
         self.truncs: set[int] = set()  # positions of every truncation
-        self._prefixes: list[_Choice] | None = None
+        # the names and directories after every metadata operation so far, and the
+        # in-order prefixes reaching the last barrier, shortest first (one per
+        # metadata operation after it, each built once)
+        self.tip_names: _Names = dict(vol.names)
+        self.tip_dirs: set[str] = set(vol.dirs)
+        self.chain = [_Choice(tuple(sorted(vol.names.items())), _dirs_tuple(vol.dirs), 0, _NONE)]
+        # the frame of each prefix, built when first needed, dropped when the content
+        # of one of its inodes changes
+        self.frames: list[_Frame | None] = [None]
+        self._omitted: _Kept | None = None  # the omissions generated (reorder)
         self._result: tuple[tuple[CrashState, ...], int] | None = None
 
     # --- the trace ----------------------------------------------------------------
     def step(self, op: Op) -> None:
         kind = op.kind
-        if not kind.mutating:
+        if kind not in _MUTATING:
             return
         if not effective(op):
-            if kind is OpKind.FSYNC and op.label == "fsync-lost":
+            if kind is _OP_FSYNC and op.label == "fsync-lost":
                 inode = self.vol.names.get(op.path)
                 if inode is not None:
                     self.nodes[inode].lose()
+                    self._touch(inode)
                     self._result = None
             return
         self._result = None
         vol = self.vol
-        if kind is OpKind.WRITE:
+        if kind is _OP_WRITE:
             inode = vol.names.get(op.path)
             self._apply(op)
             assert inode is not None
             self.nodes[inode].write(op.offset, op.data, len(self.meta))
-        elif kind is OpKind.FSYNC:
+            self._touch(inode)
+        elif kind is _OP_FSYNC:
             inode = vol.names.get(op.path)
             if inode is not None:
                 self.nodes[inode].sync()
+                self._touch(inode)
                 if self.reorder:
                     mark = f"\0{inode}"
                     for position in self.trunc_pending.pop(inode, ()):
                         self._settle(position, mark)
             self._barrier()
-        elif kind is OpKind.FSYNC_DIR:
+        elif kind is _OP_FSYNC_DIR:
             if self.reorder:
                 for position in list(self.pending):
                     self._settle(position, op.path)
@@ -481,24 +544,24 @@ class _Explorer:
         path = op.path
         position = len(self.meta)
         names_used: tuple[str, ...]
-        if kind is OpKind.MKDIR:
+        if kind is _OP_MKDIR:
             rec = _Meta(_MKDIR, path, 0)
-            names_used = (_parent(path),)
-        elif kind is OpKind.CREATE:
+            names_used = (parent_dir(path),)
+        elif kind is _OP_CREATE:
             inode = vol.names.get(path)
             if inode is None:
                 rec = _Meta(_NEW, path, vol.next_inode)
-                names_used = (_parent(path),)
+                names_used = (parent_dir(path),)
             else:
                 rec = _Meta(_TRUNC, path, inode, size=0)
                 names_used = (path,)
-        elif kind is OpKind.TRUNCATE:
+        elif kind is _OP_TRUNCATE:
             rec = _Meta(_TRUNC, path, vol.names.get(path, 0), size=op.size)
             names_used = (path,)
-        elif kind is OpKind.RENAME:
+        elif kind is _OP_RENAME:
             dst = op.dst or ""
             rec = _Meta(_RENAME, path, vol.names.get(path, 0), dst=dst)
-            names_used = (path, _parent(dst))
+            names_used = (path, parent_dir(dst))
         else:
             rec = _Meta(_UNLINK, path, vol.names.get(path, 0))
             names_used = (path,)
@@ -510,23 +573,29 @@ class _Explorer:
             self.nodes[rec.inode] = _Inode(b"")
         elif rec.kind == _TRUNC:
             self.nodes[rec.inode].trunc(position, rec.size)
+            self._touch(rec.inode)
             self.truncs.add(position)
         if self.reorder:
             if rec.kind == _RENAME:
                 creator.pop(path, None)
                 creator[rec.dst] = position
-                self.pending[position] = {_parent(path), _parent(rec.dst)}
+                self.pending[position] = {parent_dir(path), parent_dir(rec.dst)}
             elif rec.kind == _UNLINK:
                 creator.pop(path, None)
-                self.pending[position] = {_parent(path)}
+                self.pending[position] = {parent_dir(path)}
             elif rec.kind == _TRUNC:
                 self.pending[position] = {f"\0{rec.inode}"}
                 self.trunc_pending.setdefault(rec.inode, []).append(position)
             else:
                 creator[path] = position
-                self.pending[position] = {_parent(path)}
+                self.pending[position] = {parent_dir(path)}
         self.meta.append(rec)
-        self._prefixes = None
+        rec.replay(self.tip_names, self.tip_dirs)
+        dirs_t = _dirs_tuple(self.tip_dirs) if rec.kind == _MKDIR else self.chain[-1].dirs
+        self.chain.append(
+            _Choice(tuple(sorted(self.tip_names.items())), dirs_t, position + 1, _NONE)
+        )
+        self.frames.append(None)
 
     def _barrier(self) -> None:
         self.committed = len(self.meta)
@@ -536,79 +605,78 @@ class _Explorer:
         for position in range(self.cp, target):
             self.meta[position].replay(self.base_names, self.base_dirs)
         self.cp = max(self.cp, target)
-        self._prefixes = None
+        del self.chain[:-1]  # the one prefix reaching this barrier: every operation
+        del self.frames[:-1]
+
+    def _touch(self, inode: int) -> None:
+        """The content of ``inode`` changed: forget the frames holding it."""
+        frames = self.frames
+        for j, frame in enumerate(frames):
+            if frame is not None:
+                for _, held in frame.items:
+                    if held == inode:
+                        frames[j] = None
+                        break
 
     # --- metadata choices ---------------------------------------------------------------
-    def prefixes(self) -> list[_Choice]:
-        """Every in-order metadata prefix reaching the last barrier, longest first."""
-        if self._prefixes is None:
-            meta = self.meta
-            lo = self.committed
-            names = dict(self.base_names)
-            dirs = set(self.base_dirs)
-            for position in range(self.cp, lo):
-                meta[position].replay(names, dirs)
-            dirs_t = _dirs_tuple(dirs)
-            out = [_Choice(tuple(sorted(names.items())), dirs_t, lo, frozenset())]
-            for position in range(lo, len(meta)):
-                rec = meta[position]
-                rec.replay(names, dirs)
-                if rec.kind == _MKDIR:
-                    dirs_t = _dirs_tuple(dirs)
-                out.append(_Choice(tuple(sorted(names.items())), dirs_t, position + 1, frozenset()))
-            out.reverse()  # most persisted first
-            self._prefixes = out
-        return self._prefixes
-
-    def omissions(self, bound: int) -> Iterator[_Choice]:
+    def omissions(self, bound: int) -> Iterator[_Choice | None]:
         """Reorder: for every set of at most ``bound`` pending operations, fewest
         first, the choice where they (and their dependants) are lost and every other
-        operation persists. A set holding a dependant of another member repeats the
-        smaller set without it, so only sets free of such pairs are generated."""
+        operation persists, or None when it repeats an earlier one (the same names,
+        directories and lost truncations: the same contents). A set holding a
+        dependant of another member repeats the smaller set without it, so only sets
+        free of such pairs are generated.
+
+        The choices depend on the metadata operations, the last barrier's base and
+        the pending operations only: those generated are kept while these stay (a
+        write changes none of them)."""
+        key = (len(self.meta), self.cp, bound, *self.pending)
+        kept = self._omitted
+        if kept is None or kept.key != key:
+            kept = self._omitted = _Kept(key, self._omissions(bound))
+        return iter(kept)
+
+    def _omissions(self, bound: int) -> Iterator[_Choice | None]:
         meta = self.meta
+        truncs = self.truncs
+        seen: set[tuple[object, ...]] = set()
         n = len(meta)
         cp = self.cp
-        pending = list(self.pending)
+        pending = list(self.pending)  # in position order, the first at cp or later
+        count = len(pending)
         bit = {position: 1 << i for i, position in enumerate(pending)}
-        # ancestors[position - cp]: the pending operations ``position`` depends on,
-        # transitively, as a bit mask
-        ancestors = [0] * (n - cp)
+        # lost_with[position - cp]: omitting any of these loses ``position`` (itself
+        # if pending, and the pending operations it depends on, transitively), a bit mask
+        lost_with: list[int] = []
         for position in range(cp, n):
-            mask = 0
+            mask = bit.get(position, 0)
             for d in meta[position].deps:
                 if d >= cp:
-                    mask |= bit.get(d, 0) | ancestors[d - cp]
-            ancestors[position - cp] = mask
-        above = [ancestors[position - cp] for position in pending]
-        count = len(pending)
-        # lost_with[j]: omitting any of these loses position cp + j
-        lost_with: list[int] = []
-        replays = []
-        mkdirs: list[bool] = []
+                    mask |= lost_with[d - cp]
+            lost_with.append(mask)
         # the names before each pending operation when nothing is omitted: a set's
         # replay starts at its first member
         snaps: list[tuple[_Names, set[str]]] = []
         names = dict(self.base_names)
         dirs = set(self.base_dirs)
-        for position in range(cp, n):
-            own = bit.get(position, 0)
-            if own:
+        for position in range(cp, pending[-1] + 1):
+            if position in bit:
                 snaps.append((dict(names), set(dirs)))
-            rec = meta[position]
-            lost_with.append(own | ancestors[position - cp])
-            replays.append(rec.replay)
-            mkdirs.append(rec.kind == _MKDIR)
-            rec.replay(names, dirs)
-        all_dirs = _dirs_tuple(dirs)
+            meta[position].replay(names, dirs)
+        all_dirs = self.chain[-1].dirs  # every operation persisted
 
         def sets(start: int, size: int, chosen: int) -> Iterator[int]:
-            if size == 0:
-                yield chosen
+            if size == 1:
+                for i in range(start, count):
+                    if not above[i] & chosen:
+                        yield chosen | 1 << i
                 return
             for i in range(start, count - size + 1):
                 if not above[i] & chosen:
                     yield from sets(i + 1, size - 1, chosen | 1 << i)
 
+        # above[i]: the pending operations that pending operation i depends on
+        above = [lost_with[position - cp] & ~(1 << i) for i, position in enumerate(pending)]
         for size in range(1, bound + 1):
             for chosen in sets(0, size, 0):
                 first = (chosen & -chosen).bit_length() - 1
@@ -616,67 +684,75 @@ class _Explorer:
                 dirs = set(snaps[first][1])
                 dropped: list[int] = []
                 lost_dir = False
-                for j in range(pending[first] - cp, n - cp):
-                    if lost_with[j] & chosen:
-                        dropped.append(cp + j)
-                        lost_dir = lost_dir or mkdirs[j]
+                for position in range(pending[first], n):
+                    rec = meta[position]
+                    if lost_with[position - cp] & chosen:
+                        dropped.append(position)
+                        lost_dir = lost_dir or rec.kind == _MKDIR
                     else:
-                        replays[j](names, dirs)
-                yield _Choice(
-                    tuple(sorted(names.items())),
-                    _dirs_tuple(dirs) if lost_dir else all_dirs,
-                    n,
-                    frozenset(dropped),
-                )
+                        rec.replay(names, dirs)
+                items = tuple(sorted(names.items()))
+                dirs_t = _dirs_tuple(dirs) if lost_dir else all_dirs
+                lost = frozenset(dropped)
+                same = (items, dirs_t, lost & truncs)
+                if same in seen:
+                    yield None
+                    continue
+                seen.add(same)
+                yield _Choice(items, dirs_t, n, lost)
 
     # --- crash states ---------------------------------------------------------------------
     def frame(
         self,
         choice: _Choice,
         special: dict[tuple[int, int, frozenset[int]], _Options | bytes],
-        known: set[tuple[object, ...]],
+        known: set[tuple[object, ...]] | None = None,
     ) -> _Frame | None:
         """The frame of ``choice``; None if a frame with its key (its names, and
         which variant of each inode's content) is in ``known`` (it is added)."""
         nodes = self.nodes
         items = choice.items
-        cut = choice.cut
-        dropped = choice.dropped
-        variants = [nodes[inode].variant(cut, dropped) for _, inode in items]
-        key = (items, choice.dirs, tuple(variants))
-        if key in known:
-            return None
-        known.add(key)
-        block_size = self.model.block_size
-        volatile = self.volatile
-        contents: list[bytes] = []
-        slots: list[tuple[int, _Options]] = []
+        contents: list[bytes] = []  # every content whole, to start with
+        live: list[int] = []  # the items whose inode has pending entries
         for i, (_, inode) in enumerate(items):
             node = nodes[inode]
-            variant = variants[i]
-            if variant is not None:
-                vkey = (inode, *variant)
-                found = special.get(vkey)
-                if found is None:
-                    whole, bare = node.replay(*variant)
-                    if not volatile or whole == bare:
-                        found = whole
-                    else:
-                        found = _Options(whole, bare, block_size)
-                    special[vkey] = found
-                if isinstance(found, bytes):
-                    contents.append(found)
-                else:
-                    contents.append(found[0])
-                    slots.append((i, found))
+            contents.append(node.whole)
+            if node.gates:
+                live.append(i)
+        cut = choice.cut
+        dropped = choice.dropped
+        # an inode without pending entries has one content (its variant is None)
+        variants = tuple([nodes[items[i][1]].variant(cut, dropped) for i in live])
+        key = (items, choice.dirs, variants)
+        if known is not None:
+            if key in known:
+                return None
+            known.add(key)
+        block_size = self.model.block_size
+        volatile = self.volatile
+        slots: list[tuple[int, _Options]] = []
+        for i, variant in zip(live, variants, strict=True):
+            inode = items[i][1]
+            if variant is None:
+                opts = nodes[inode].options(block_size) if volatile else None
+                if opts is not None:  # its whole content is option 0
+                    slots.append((i, opts))
                 continue
-            opts = node.options(block_size) if volatile else None
-            if opts is None:
-                contents.append(node.whole)
+            vkey = (inode, *variant)
+            found = special.get(vkey)
+            if found is None:
+                whole, bare = nodes[inode].replay(*variant)
+                if not volatile or whole == bare:
+                    found = whole
+                else:
+                    found = _Options(whole, bare, block_size)
+                special[vkey] = found
+            if isinstance(found, bytes):
+                contents[i] = found
             else:
-                contents.append(opts[0])
-                slots.append((i, opts))
-        return _Frame(tuple(p for p, _ in items), contents, slots, choice.dirs)
+                contents[i] = found[0]
+                slots.append((i, found))
+        return _Frame(items, contents, slots, choice.dirs, key)
 
     def data_bound(self) -> int:
         """At most how many data combinations one metadata choice can have."""
@@ -701,41 +777,53 @@ class _Explorer:
         keys: set[tuple[object, ...]] = set()
         special: dict[tuple[int, int, frozenset[int]], _Options | bytes] = {}
         seen: dict[CrashState, None] = {}
-        prefixes = self.prefixes()
-        choices: Iterator[_Choice] = iter(prefixes)
-        p = bound = 0
-        if self.reorder and self.pending:
-            p = len(self.pending)
-            bound = reorder_bound(self.model, p)
-            choices = itertools.chain(choices, self.omissions(bound))
+        chain = self.chain
+        cached = self.frames
         reached = 0  # metadata choices reached
         full = False
-        truncs = self.truncs
-        quick: set[tuple[object, ...]] = set()
-        for choice in choices:
+        # the in-order prefixes, most persisted first; their frames are kept
+        for j in range(len(chain) - 1, -1, -1):
             reached += 1
-            dropped = choice.dropped
-            if dropped:
-                same = (choice.items, choice.dirs, dropped & truncs)
-                if same in quick:
-                    continue  # the same names and contents as an omission already seen
-                quick.add(same)
-            frame = self.frame(choice, special, keys)
+            frame = cached[j]
             if frame is None:
+                frame = cached[j] = self.frame(chain[j], special)
+                assert frame is not None
+            if frame.key in keys:
                 continue
+            keys.add(frame.key)
             frames.append(frame)
             seen[frame.state(None)] = None
             if len(seen) >= limit:
                 full = True
                 break
-        cut = sum(f.count for f in frames) - len(frames)
+        p = len(self.pending) if self.reorder else 0
+        bound = reorder_bound(self.model, p) if p else 0
+        if bound and not full:
+            for choice in self.omissions(bound):
+                reached += 1
+                if choice is None:
+                    continue  # the same names and contents as an omission before
+                frame = self.frame(choice, special, keys)
+                if frame is None:
+                    continue
+                frames.append(frame)
+                seen[frame.state(None)] = None
+                if len(seen) >= limit:
+                    full = True
+                    break
+        cut = 0  # the data combinations of the frames, less the all-whole ones
+        slotted: list[_Frame] = []  # the frames with data combinations
+        for frame in frames:
+            if frame.slots:
+                cut += frame.count - 1
+                slotted.append(frame)
         # combinations of omitted operations the bound left out, and (max_states)
         # the metadata choices not reached
         left = reorder_cut(p, bound) if bound < p else 0
         if full:
-            left += len(prefixes) + sum(math.comb(p, i) for i in range(1, bound + 1)) - reached
-        else:
-            for frame, combo in _combos(frames):
+            left += len(chain) + sum(math.comb(p, i) for i in range(1, bound + 1)) - reached
+        elif slotted:
+            for frame, combo in _combos(slotted):
                 cut -= 1
                 seen[frame.state(combo)] = None
                 if len(seen) >= limit:
@@ -746,16 +834,13 @@ class _Explorer:
 
     def pessimistic(self) -> CrashState:
         """Metadata after the last barrier lost and every pending write lost."""
-        names = dict(self.base_names)
-        dirs = set(self.base_dirs)
-        for position in range(self.cp, self.committed):
-            self.meta[position].replay(names, dirs)
-        choice = _Choice(
-            tuple(sorted(names.items())), _dirs_tuple(dirs), self.committed, frozenset()
-        )
-        frame = self.frame(choice, {}, set())
+        frame = self.frame(self.chain[0], {}, set())  # the prefix reaching the last barrier
         assert frame is not None
         return frame.state((1,) * len(frame.slots))
+
+
+_NONE: frozenset[int] = frozenset()
+_first = operator.itemgetter(0)
 
 
 def _dirs_tuple(dirs: set[str]) -> tuple[str, ...]:
@@ -797,7 +882,7 @@ def power_crash_points(
     for k in range(n + 1):
         if points is None or k in points:
             states, cut = explorer.states()
-            yield CrashPoint(k, ops[k] if k < n else None, states, cut)
+            yield new_crash_point(k, ops[k] if k < n else None, states, cut)
         if k < n:
             explorer.step(ops[k])
 
