@@ -671,7 +671,13 @@ def _probe(
         tracer = _TracingFS(fs, memo.file_key)
         storage = target(tracer, BASE_DIR)
         config = memo.config(storage, tracer)
-        if built_in:
+        if config is None:
+            # Not a storage the memo applies to (the memo is now off): it loads over the
+            # probe's own filesystem, never the tracer (a storage may ask what it was
+            # given, as --exec's does).
+            tracer = None
+            storage = target(fs, BASE_DIR)
+        elif built_in:
             memo.built_in = config
     obs: dict[str, Observation] = {}
     leaves: dict[str, _Loaded] = {}

@@ -69,6 +69,28 @@ def test_a_storage_over_another_filesystem_is_not_memoised() -> None:
     assert [v.render() for v in other.violations] == []
 
 
+def test_a_storage_the_memo_does_not_apply_to_loads_over_the_probe_filesystem() -> None:
+    """The first probe builds the target over the tracer to learn whether the memo
+    applies; a storage it does not apply to is built again over the probe's own
+    MemoryFileSystem before it loads (as --exec's storage needs: it materialises that
+    filesystem's crash state)."""
+    given: list[type] = []
+
+    class Checking(FileStateStorage):
+        def load(self, session_id: str) -> object:  # type: ignore[override]
+            given.append(type(self.fs))
+            if not isinstance(self.fs, MemoryFileSystem):
+                raise TypeError(f"not the model's filesystem: {type(self.fs).__name__}")
+            return super().load(session_id)
+
+    checking = Target("checking", Checking, "the reference, asking what it was given")
+    plain = explore(SCENARIOS["three-saves"], model="power-loss", target="reference")
+    other = explore(SCENARIOS["three-saves"], model="power-loss", target=checking)
+    assert given and set(given) == {MemoryFileSystem}
+    assert other.state_ids == plain.state_ids
+    assert [v.render() for v in other.violations] == []
+
+
 def _state(main: bytes | None, tmp: bytes = b"") -> CrashState:
     files = [("/data/s1.json.tmp", tmp)]
     if main is not None:
