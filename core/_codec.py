@@ -292,7 +292,8 @@ def _bytes_too_deep(data: bytes) -> bool:
     no bracket between them) go, which keeps the parity of every later quote; what is
     left between quotes is inside strings. A balanced bracket sequence that vanishes
     by at most 64 rounds of deleting ``()`` nests at most 64 deep; any other is
-    measured exactly (the largest count of openers minus closers over its prefixes)."""
+    measured exactly (the largest count of openers minus closers over its prefixes),
+    and, where that is at most 64, searched for the text scan's run of 65 openers."""
     if len(data) <= MAX_DEPTH:  # too short for 65 openers
         return False
     brackets = data.translate(_PARENS_AND_QUOTES, _ONLY_BRACKETS_AND_QUOTES)
@@ -304,8 +305,6 @@ def _bytes_too_deep(data: bytes) -> bool:
     brackets = brackets.replace(b'""', b"")
     if b'"' in brackets:
         brackets = b"".join(brackets.split(b'"')[::2])
-    if b"(" * (MAX_DEPTH + 1) in brackets:
-        return True
     rest = brackets
     for _ in range(MAX_DEPTH):
         shorter = rest.replace(b"()", b"")
@@ -317,7 +316,13 @@ def _bytes_too_deep(data: bytes) -> bool:
     # depth at the end of the i-th run of openers = openers so far - i closers
     runs = map(len, brackets.split(b")"))
     deepest: int = max(map(sub, accumulate(runs), count()))
-    return deepest > MAX_DEPTH
+    if deepest > MAX_DEPTH:
+        return True
+    if b"(" * (MAX_DEPTH + 1) in brackets:
+        # 65 openers in a row after more closers than openers (not JSON): the text scan
+        # says True only when no other character stands between them; ask it (rare)
+        return _text_too_deep(data.decode("utf-8", "replace"))
+    return False
 
 
 def _object_too_deep(obj: object) -> bool:

@@ -34,7 +34,7 @@ from crashpoint.core import (
 from crashpoint.core._codec import MAX_DEPTH, decode_memo
 from crashpoint.core._fastdecode import fast_decode
 from fuzz.test_codec_fuzz import fuzz_input, valid_state
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import agent_states
 
@@ -284,6 +284,8 @@ def test_every_field_with_every_odd_value_decodes_and_peeks_as_before() -> None:
 
 
 @given(st.text(alphabet='[]{}"\\ a:,()', max_size=400), st.integers(0, 130))
+@example(text="}[:", openers=64)  # 65 openers in a row on the bytes, not in the text
+@example(text="]", openers=65)  # 65 in a row in both, after a closer: deepest is 64
 def test_the_byte_depth_scan_is_the_text_depth_scan(text: str, openers: int) -> None:
     for sample in (text, "[" * openers + text, text + "{" * openers, "[" * openers + "]" * openers):
         assert _codec._bytes_too_deep(sample.encode()) == _codec._text_too_deep(sample)
