@@ -668,17 +668,14 @@ def _probe(
     elif built_in and memo.built_in is not None:
         config = memo.built_in  # its storage (no other effect) is built on a miss
     else:
-        tracer = _TracingFS(fs, memo.file_key)
-        storage = target(tracer, BASE_DIR)
-        config = memo.config(storage, tracer)
-        if config is None:
-            # Not a storage the memo applies to (the memo is now off): it loads over the
-            # probe's own filesystem, never the tracer (a storage may ask what it was
-            # given, as --exec's does).
-            tracer = None
-            storage = target(fs, BASE_DIR)
-        elif built_in:
-            memo.built_in = config
+        # built over the probe's own filesystem, as without the memo; only a storage
+        # the memo applies to is then given the tracer
+        storage = target(fs, BASE_DIR)
+        config = memo.config(storage, fs)
+        if config is not None:
+            tracer = memo.trace(storage, fs)
+            if built_in:
+                memo.built_in = config
     obs: dict[str, Observation] = {}
     leaves: dict[str, _Loaded] = {}
     for sid in sessions:
@@ -686,11 +683,12 @@ def _probe(
         if config is not None and memo is not None:
             leaf = memo.find(fs, config, sid)
             if leaf is None and storage is None:
-                tracer = _TracingFS(fs, memo.file_key)
-                storage = target(tracer, BASE_DIR)
-                if memo.config(storage, tracer) != config:
+                storage = target(fs, BASE_DIR)
+                if memo.config(storage, fs) != config:
                     memo.off = True
                     config = None
+                else:
+                    tracer = memo.trace(storage, fs)
         if leaf is None:
             if tracer is not None:
                 tracer.log = []
@@ -883,7 +881,8 @@ class _LoadMemo:
     the same answers asks the same next question and gives the same outcome. Used only
     for a :class:`~crashpoint.core.FileStateStorage` exactly (whose load is that;
     mutants and user classes load for real), built by the target over the probe's
-    filesystem and reading nothing before its first load; a storage that writes,
+    filesystem without writing to it, then given a tracer to read through (its
+    constructor reads nothing, so no answer is missed); a storage that writes,
     reaches past the filesystem protocol or reads differently after the same answers
     turns the memo ``off`` for good. Holds contents by their sha256 only.
     """
@@ -897,18 +896,21 @@ class _LoadMemo:
         # the configuration of the storages a built-in target builds (None: not known yet)
         self.built_in: tuple[object, ...] | None = None
 
-    def config(self, storage: object, tracer: _TracingFS) -> tuple[object, ...] | None:
-        """The configuration ``storage`` is memoised under, or None (then the memo is
-        off: the target builds storages it does not apply to)."""
-        if (
-            type(storage) is not FileStateStorage
-            or storage.fs is not tracer
-            or tracer.log
-            or tracer.tainted
-        ):
+    def config(self, storage: object, fs: MemoryFileSystem) -> tuple[object, ...] | None:
+        """The configuration ``storage`` (just built by the target over the probe's
+        filesystem ``fs``) is memoised under, or None (then the memo is off: the target
+        builds storages it does not apply to, or its building wrote to ``fs``)."""
+        if type(storage) is not FileStateStorage or storage.fs is not fs or fs.log:
             self.off = True
             return None
         return (storage.base_dir, storage.sync, storage.ended_marker, storage.strict)
+
+    def trace(self, storage: FileStateStorage, fs: MemoryFileSystem) -> _TracingFS:
+        """Give ``storage`` (one :meth:`config` accepted) a tracer over ``fs`` to read
+        through: its loads are logged from here on."""
+        tracer = _TracingFS(fs, self.file_key)
+        storage.fs = tracer  # type: ignore[assignment]
+        return tracer
 
     def find(self, fs: MemoryFileSystem, config: object, session_id: str) -> _Loaded | None:
         """What ``load(session_id)`` gave before on a disk that answers its reads as

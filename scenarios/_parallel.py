@@ -195,6 +195,7 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     dropped first: Python 3.11's manager thread would otherwise fail a traceback onto
     stderr setting "broken pool" on futures that ``map`` had already cancelled."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops it
+    manager = getattr(pool, "_executor_manager_thread", None)  # and this
     pending = getattr(pool, "_pending_work_items", None)
     work_ids = getattr(pool, "_work_ids", None)
     if work_ids is not None:
@@ -215,6 +216,12 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         process.join(timeout=2)
     pool.shutdown(wait=False, cancel_futures=True)
+    # Let the manager thread finish closing its wakeup pipe now: at exit, Python 3.11's
+    # ``_python_exit`` writes to that pipe without the pool's lock, and a manager thread
+    # closing it at the same moment is an "Exception ignored ... Bad file descriptor"
+    # traceback on stderr (fixed with a lock in later CPython releases).
+    if manager is not None:
+        manager.join(timeout=2)
 
 
 def run_tasks(

@@ -41,7 +41,7 @@ def test_the_load_memo_changes_no_finding(
     monkeypatch.setattr(_LoadMemo, "find", counted)
     remembered = _findings(target, model)
     assert any(hits), "the memo was never used"
-    monkeypatch.setattr(_LoadMemo, "config", lambda self, storage, tracer: None)
+    monkeypatch.setattr(_LoadMemo, "config", lambda self, storage, fs: None)
     assert _findings(target, model) == remembered
     if target == "seed":
         assert any(len(f) == 3 for f in remembered)  # the seed's findings are compared
@@ -100,10 +100,11 @@ def _state(main: bytes | None, tmp: bytes = b"") -> CrashState:
 
 def _traced_load(memo: _LoadMemo, state: CrashState) -> tuple[object, _TracingFS, Observation]:
     fs = MemoryFileSystem(state)
-    tracer = _TracingFS(fs, memo.file_key)
-    storage = FileStateStorage(tracer, "/data")
-    config = memo.config(storage, tracer)
+    storage = FileStateStorage(fs, "/data")
+    config = memo.config(storage, fs)
     assert config is not None
+    tracer = memo.trace(storage, fs)
+    assert storage.fs is tracer
     try:
         got = Observation(state=storage.load("s1"))
     except StateError as exc:
@@ -140,19 +141,22 @@ def test_a_load_that_reads_otherwise_after_the_same_answers_turns_the_memo_off()
 
 def test_the_memo_applies_to_a_file_storage_exactly_over_the_probe_filesystem() -> None:
     memo = _LoadMemo(_FileDigests().file)
-    fs = MemoryFileSystem()
-    tracer = _TracingFS(fs, memo.file_key)
+    fs = MemoryFileSystem(dirs=("/data",))
 
     class Sub(FileStateStorage):
         pass
 
-    assert memo.config(Sub(tracer, "/data"), tracer) is None
+    assert memo.config(Sub(fs, "/data"), fs) is None
     assert memo.off
     memo = _LoadMemo(_FileDigests().file)
-    assert memo.config(FileStateStorage(fs, "/data"), tracer) is None  # not the tracer
+    assert memo.config(FileStateStorage(MemoryFileSystem(), "/data"), fs) is None  # not fs
+    assert memo.off
     memo = _LoadMemo(_FileDigests().file)
-    tracer.exists("/data")  # a read before the first load
-    assert memo.config(FileStateStorage(tracer, "/data"), tracer) is None
+    fs.create("/data/a")  # the target wrote while building its storage
+    assert memo.config(FileStateStorage(fs, "/data"), fs) is None
+    assert memo.off
+    memo = _LoadMemo(_FileDigests().file)
+    assert memo.config(FileStateStorage(MemoryFileSystem(), "/data"), MemoryFileSystem()) is None
 
 
 def test_writes_and_calls_past_the_protocol_taint_a_traced_filesystem() -> None:
