@@ -905,11 +905,12 @@ class _LoadMemo:
             return None
         return (storage.base_dir, storage.sync, storage.ended_marker, storage.strict)
 
-    def trace(self, storage: FileStateStorage, fs: MemoryFileSystem) -> _TracingFS:
-        """Give ``storage`` (one :meth:`config` accepted) a tracer over ``fs`` to read
-        through: its loads are logged from here on."""
+    def trace(self, storage: object, fs: MemoryFileSystem) -> _TracingFS:
+        """Give ``storage`` (one :meth:`config` accepted: a FileStateStorage exactly) a
+        tracer over ``fs`` to read through: its loads are logged from here on."""
+        assert type(storage) is FileStateStorage
         tracer = _TracingFS(fs, self.file_key)
-        storage.fs = tracer  # type: ignore[assignment]
+        storage.fs = tracer
         return tracer
 
     def find(self, fs: MemoryFileSystem, config: object, session_id: str) -> _Loaded | None:
