@@ -516,29 +516,42 @@ def test_worker_thread_calls_are_followed_and_concurrent_ones_reported() -> None
     assert ops(fs) == ops(sync_fs)
     assert icpt.unsupported == []
 
-    def writer(base: str, name: str, barrier: threading.Barrier) -> None:
-        barrier.wait()
-        for i in range(300):
-            fd = os.open(f"{base}/{name}", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-            os.write(fd, b"%d\n" % i)
-            os.close(fd)
+    # Two threads' file calls overlap for certain: thread a opens through a path whose
+    # __fspath__ (run inside the interception's file call) holds that call until thread
+    # b's call has overlapped it and been reported; then both append 300 lines. (Left to
+    # the scheduler, a loaded machine may run one thread's calls all before the other's.)
+    fs = recording()
+    with intercept(fs, root=BASE) as icpt:
+        inside = threading.Event()
+        tick = threading.Event()  # never set: its wait is a real-time sleep
 
-    def concurrent(base: str) -> None:
-        barrier = threading.Barrier(2)
-        threads = [threading.Thread(target=writer, args=(base, n, barrier)) for n in "ab"]
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)
-        try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        finally:
-            sys.setswitchinterval(interval)
+        class HeldPath:
+            def __fspath__(self) -> str:
+                inside.set()
+                for _ in range(20_000):  # at most about 20 s
+                    if icpt.unsupported:
+                        break
+                    tick.wait(0.001)
+                return f"{BASE}/a"
 
-    fs, icpt = run(concurrent)
+        def writer(name: str) -> None:
+            if name == "a":
+                os.close(os.open(HeldPath(), os.O_WRONLY | os.O_CREAT | os.O_APPEND))
+            else:
+                assert inside.wait(20)
+            for i in range(300):
+                fd = os.open(f"{BASE}/{name}", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                os.write(fd, b"%d\n" % i)
+                os.close(fd)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in "ab"]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     assert icpt.unsupported == ["threading: concurrent file calls"]
     assert fs.read(BASE + "/a").count(b"\n") == 300
+    assert fs.read(BASE + "/b").count(b"\n") == 300
 
 
 def test_harness_modules_keep_the_real_os() -> None:

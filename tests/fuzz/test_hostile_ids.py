@@ -6,17 +6,25 @@ failure must be a typed ``StateError``), and sessions whose loadable state anoth
 session's calls changed (invariant I1: resident sessions, colliding ids included, and
 every hostile id that saved). All must be 0.
 
+The filesystem is confined to the test's directory (:class:`Confined`): a call aimed
+outside it is refused (EACCES) and counted as an outside path touched, so a broken
+storage under test is caught without writing beside the test (an absolute id such as
+``/`` would otherwise land in the root directory).
+
 The default run sends a few hundred ids; the long run (``-m long``) at least 10,000.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import posixpath
 import random
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from crashpoint.core import (
@@ -143,11 +151,46 @@ def state(session_id: str, text: str) -> AgentState:
 RESIDENTS = ["resident-1", "resident_2", "a_b", "s1", "victim", "S1"]
 
 
+class Confined:
+    """The real OS (:class:`~crashpoint.faultfs.OsFileSystem`) confined to ``root``: a
+    call on a path outside it (lexically, after normalisation) raises PermissionError
+    (EACCES) and the path is kept in ``refused``; inside it, every call goes through."""
+
+    _PATHS = {"rename": 2}  # how many leading arguments are paths (default 1)
+
+    def __init__(self, root: Path) -> None:
+        from crashpoint.faultfs import OsFileSystem
+
+        self._fs = OsFileSystem()
+        self._roots = {str(root), os.path.realpath(root)}
+        self.refused: set[str] = set()
+
+    def _inside(self, path: object) -> bool:
+        if not isinstance(path, str):
+            return False
+        norm = posixpath.normpath(posixpath.join(os.getcwd(), path))
+        return any(norm == r or norm.startswith(r + "/") for r in self._roots)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._fs, name)
+        if not callable(method):
+            return method
+
+        def confined(*args: object, **kwargs: object) -> object:
+            for path in args[: self._PATHS.get(name, 1)]:
+                if not self._inside(path):
+                    self.refused.add(repr(path))
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+            return method(*args, **kwargs)
+
+        return confined
+
+
 def run_hostile_ids(
     tmp_path: Path,
     count: int,
     seed: int,
-    factory: Callable[[str], FileStateStorage] = lambda base: FileStateStorage(None, base),
+    factory: Callable[[Any, str], FileStateStorage] = FileStateStorage,
 ) -> Counter[str]:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -155,7 +198,8 @@ def run_hostile_ids(
         (outside / name).write_bytes(b"not yours")
     (tmp_path / "victim.json").write_bytes(b"not yours either")
     base = tmp_path / "data" / "sessions"
-    storage = factory(str(base))
+    fs = Confined(tmp_path)
+    storage = factory(fs, str(base))
     expected: dict[str, AgentState] = {}
     for sid in RESIDENTS:
         storage.save(state(sid, f"resident {sid}"))
@@ -213,7 +257,7 @@ def run_hostile_ids(
 
     after = snapshot(tmp_path, base)
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    figures["outside_paths_touched"] = len(changed)
+    figures["outside_paths_touched"] = len(changed) + len(fs.refused)
     for path in base.rglob("*"):  # every file the storage made is directly in base
         if path.parent != base:
             figures["nested_paths"] += 1
@@ -254,12 +298,8 @@ def test_hostile_ids_long_run(tmp_path: Path, seed: int) -> None:
     [("seed", "isolation_violations"), ("mutant:unsanitized-session-id", "outside_paths_touched")],
 )
 def test_the_counts_catch_a_broken_storage(tmp_path: Path, target: str, counter: str) -> None:
-    from crashpoint.faultfs import OsFileSystem
     from crashpoint.scenarios import _mutants  # noqa: F401  (registers the mutants)
     from crashpoint.scenarios._targets import get_target
 
-    make = get_target(target)
-    figures = run_hostile_ids(
-        tmp_path, 200, seed=7, factory=lambda base: make(OsFileSystem(), base)
-    )
+    figures = run_hostile_ids(tmp_path, 200, seed=7, factory=get_target(target))
     assert figures[counter] > 0, figures
