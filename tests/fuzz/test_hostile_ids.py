@@ -24,7 +24,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from crashpoint.core import (
@@ -156,7 +156,7 @@ class Confined:
     call on a path outside it (lexically, after normalisation) raises PermissionError
     (EACCES) and the path is kept in ``refused``; inside it, every call goes through."""
 
-    _PATHS = {"rename": 2}  # how many leading arguments are paths (default 1)
+    _PATHS: ClassVar[dict[str, int]] = {"rename": 2}  # leading path arguments (else 1)
 
     def __init__(self, root: Path) -> None:
         from crashpoint.faultfs import OsFileSystem
