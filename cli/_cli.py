@@ -328,7 +328,7 @@ def _resolve(
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; see `crashpoint explore --list`")
     try:
-        target = get_target(args.target or "reference")
+        target = get_target("reference" if args.target is None else args.target)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     return [SCENARIOS[n] for n in names], models, target

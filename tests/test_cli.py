@@ -66,6 +66,7 @@ def test_seed_exits_1_with_the_e2_counterexample(tmp_path: pathlib.Path) -> None
         ["--scenario", "no-such-scenario"],
         ["--target", "mutant:no-such"],
         ["--target", "nonsense"],
+        ["--target", ""],  # an empty name is unknown, not the default
         ["--model", "cosmic-ray"],
         ["--shard", "3/2"],
         ["--shard", "x"],
