@@ -396,10 +396,13 @@ def _verify_workload(
             shrunk[f"{workload.name} ({model.name})"] = smaller.name
             result = _explore(doc, smaller, model, faults=faults)
     if searched is not None:
-        result.crash_points += searched.crash_points
-        result.raw_states += searched.raw_states
-        result.state_ids |= searched.state_ids
-        result.cut += searched.cut
+        # A replay (--crash-point) counts what it replayed, not the search that chose
+        # its workload: a crash point no run has must not pass for one examined.
+        if crash_point is None:
+            result.crash_points += searched.crash_points
+            result.raw_states += searched.raw_states
+            result.state_ids |= searched.state_ids
+            result.cut += searched.cut
         result.seconds += searched.seconds
         for u in searched.unsupported:
             if u not in result.unsupported:

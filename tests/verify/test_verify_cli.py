@@ -482,3 +482,15 @@ def test_a_crash_point_beyond_the_workload_is_exit_2_not_a_pass(
     assert code == 2 and err.startswith("crashpoint: error:")
     code, _, _ = run(capsys, tmp_path / "near", *args, "1")
     assert code == 1  # the in-place store's torn first save, still found
+
+
+def test_a_crash_point_beyond_every_workload_random_included_is_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Every workload, the random search among them: the search that chose the random
+    # workload is not counted as the replay's crash points (it passed for a replay).
+    code, out, err = run(
+        capsys, tmp_path / "far", f"{STORE}:InPlaceJsonStore", "--crash-point", "99999"
+    )
+    assert code == 2 and err.startswith("crashpoint: error:"), out
+    assert "no workload run has that crash point" in err
