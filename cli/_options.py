@@ -50,10 +50,19 @@ def prepare_out(path: str) -> str:
     filesystem said as such, not as "permission denied")."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"--out {path!r} exists and is not a directory")
+    missing = []  # the directories makedirs would create, deepest first
+    here = os.path.abspath(path)
+    while not os.path.lexists(here) and os.path.dirname(here) != here:
+        missing.append(here)
+        here = os.path.dirname(here)
     try:
         os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"cannot create --out directory {path!r}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        for made in missing:  # a path that fails part-way leaves nothing behind
+            with contextlib.suppress(OSError, ValueError):
+                os.rmdir(made)
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise ValueError(f"cannot create --out directory {path!r}: {why}") from None
     for name in ("report.json", "report.md", "report.html"):
         if os.path.isdir(os.path.join(path, name)):
             raise ValueError(f"--out {path!r} holds a directory named {name}")

@@ -548,3 +548,12 @@ def test_explore_leaves_verify_and_production_modules_unimported(tmp_path: pathl
         "crashpoint.faultfs._descriptors",
         "crashpoint.faultfs._os",
     ]
+
+
+def test_an_out_path_that_fails_part_way_leaves_no_directory(tmp_path: pathlib.Path) -> None:
+    # 25 levels of 200-byte names: makedirs creates some before PATH_MAX stops it
+    deep = tmp_path.joinpath(*["b" * 200] * 25)
+    assert main(["explore", "--scenario", "first-save", "--out", str(deep)]) == 2
+    assert list(tmp_path.iterdir()) == []
+    assert main(["explore", "--scenario", "first-save", "--out", f"{tmp_path}/x/y\0z"]) == 2
+    assert list(tmp_path.iterdir()) == []
