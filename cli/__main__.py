@@ -1,5 +1,5 @@
 """``python -m crashpoint``: the command line."""
 
-from ._cli import run
+from ._entry import run
 
 run()

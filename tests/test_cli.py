@@ -557,3 +557,27 @@ def test_an_out_path_that_fails_part_way_leaves_no_directory(tmp_path: pathlib.P
     assert list(tmp_path.iterdir()) == []
     assert main(["explore", "--scenario", "first-save", "--out", f"{tmp_path}/x/y\0z"]) == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_the_command_line_is_still_importing_exits_130_in_one_line() -> None:
+    # SIGINT a few milliseconds after start lands in an import: the entry point
+    # (crashpoint._entry) answers it as main() does, never with a traceback
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "class Interrupting:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'crashpoint._cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupting())\n"
+        "sys.argv = ['crashpoint', 'explore']\n"
+        "from crashpoint._entry import run\n"
+        "run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "crashpoint: interrupted\n"
