@@ -85,7 +85,7 @@ def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int:
     """Run ``crashpoint explain``; returns the exit code (usage errors: one line, 2)."""
-    from ._options import hypothesis_scratch
+    from ._options import discard_out, hypothesis_scratch
 
     try:
         with hypothesis_scratch(args.out):  # nothing written outside --out
@@ -93,6 +93,7 @@ def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int
     except ExplainUsageError as exc:
         err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False, emoji=False)
         err.print("see `crashpoint explain --help`", markup=False)
+        discard_out(args.out)
         return EXIT_USAGE
     except KeyboardInterrupt:
         raise
@@ -100,6 +101,7 @@ def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())
         err.print(f"crashpoint: error: {args.target} raised {reason}", markup=False, emoji=False)
         err.print("see `crashpoint explain --help`", markup=False)
+        discard_out(args.out)
         return EXIT_USAGE
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "PROGRESS_INTERVAL",
     "ProgressLine",
     "cap_jobs",
+    "discard_out",
     "glue_dash_values",
     "hypothesis_scratch",
     "int_option",
@@ -55,6 +56,7 @@ def prepare_out(path: str) -> str:
     while not os.path.lexists(here) and os.path.dirname(here) != here:
         missing.append(here)
         here = os.path.dirname(here)
+    _CREATED[path] = missing
     try:
         os.makedirs(path, exist_ok=True)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
@@ -69,6 +71,19 @@ def prepare_out(path: str) -> str:
     if not os.access(path, os.W_OK | os.X_OK):
         raise ValueError(f"cannot write to --out directory {path!r}: {_why_unwritable(path)}")
     return path
+
+
+_CREATED: dict[str, list[str]] = {}
+"""Per ``--out`` path given to :func:`prepare_out`, the directories it created, deepest
+first (for :func:`discard_out`)."""
+
+
+def discard_out(path: str) -> None:
+    """Remove the directories :func:`prepare_out` created for ``path``, each only while it
+    is empty: a command that ends in a usage error leaves no empty ``--out`` behind."""
+    for made in _CREATED.pop(path, ()):
+        with contextlib.suppress(OSError, ValueError):
+            os.rmdir(made)
 
 
 def _why_unwritable(path: str) -> str:

@@ -179,7 +179,7 @@ def _baseline(path: str) -> set[tuple[str, str, str]]:
 
 def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
     """Run ``crashpoint verify``; returns the exit code (usage errors: one line, 2)."""
-    from ._options import hypothesis_scratch
+    from ._options import discard_out, hypothesis_scratch
 
     try:
         with hypothesis_scratch(args.out):  # nothing written outside --out
@@ -187,6 +187,7 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
     except VerifyUsageError as exc:
         err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False)
         err.print("see `crashpoint verify --help`", markup=False)
+        discard_out(args.out)
         return EXIT_USAGE
     except KeyboardInterrupt:
         raise
@@ -194,6 +195,7 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())
         err.print(f"crashpoint: error: {args.target or 'the target'} raised {reason}", markup=False)
         err.print("see `crashpoint verify --help`", markup=False)
+        discard_out(args.out)
         return EXIT_USAGE
 
 

@@ -494,3 +494,21 @@ def test_a_crash_point_beyond_every_workload_random_included_is_exit_2(
     )
     assert code == 2 and err.startswith("crashpoint: error:"), out
     assert "no workload run has that crash point" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "no-such-file.py:factory"],
+        ["verify", f"{STORE}:JsonStore", "--workload", "no-such-workload"],
+        ["explain", str(HERE), "--target", "no-such-target"],
+    ],
+)
+def test_a_usage_error_leaves_no_out_directory_behind(argv: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "new" / "out"
+    assert main([*argv, "--out", str(out)]) == 2
+    assert list(tmp_path.iterdir()) == []  # neither out nor the parent it created
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert main([*argv, "--out", str(kept)]) == 2
+    assert kept.is_dir()  # a directory that was there stays
