@@ -137,6 +137,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         emit_dir = os.path.dirname(os.path.abspath(args.emit_test))
         if not os.path.isdir(emit_dir):
             raise ExplainUsageError(f"--emit-test {args.emit_test!r}: no such directory")
+        if os.path.isdir(args.emit_test):
+            raise ExplainUsageError(
+                f"--emit-test {args.emit_test!r} is a directory: give the test file's path"
+            )
         if os.path.isdir(args.evidence) and os.path.realpath(args.emit_test).startswith(
             os.path.realpath(args.evidence) + os.sep
         ):

@@ -581,3 +581,14 @@ def test_ctrl_c_while_the_command_line_is_still_importing_exits_130_in_one_line(
     )
     assert done.returncode == 130, done.stderr
     assert done.stderr == "crashpoint: interrupted\n"
+
+
+def test_explain_emit_test_naming_a_directory_is_refused_before_the_search(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evidence = pathlib.Path(__file__).parent.parent / "examples/field-reports/zero-length-main"
+    argv = ["explain", str(evidence / "agent-state"), "--target", "seed"]
+    assert main([*argv, "--emit-test", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no report written, no --out left
