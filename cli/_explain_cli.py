@@ -99,7 +99,9 @@ def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int
         raise
     except BaseException as exc:  # the target's SystemExit (argparse is done) or odder
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        err.print(f"crashpoint: error: {args.target} raised {reason}", markup=False, emoji=False)
+        err.print(
+            f"crashpoint: error: target {args.target!r} raised {reason}", markup=False, emoji=False
+        )
         err.print("see `crashpoint explain --help`", markup=False)
         discard_out(args.out)
         return EXIT_USAGE

@@ -193,7 +193,8 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
         raise
     except BaseException as exc:  # the target's SystemExit (argparse is done) or odder
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        err.print(f"crashpoint: error: {args.target or 'the target'} raised {reason}", markup=False)
+        what = f"target {args.target!r}" if args.target else "the target"
+        err.print(f"crashpoint: error: {what} raised {reason}", markup=False)
         err.print("see `crashpoint verify --help`", markup=False)
         discard_out(args.out)
         return EXIT_USAGE

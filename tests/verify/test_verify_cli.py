@@ -472,6 +472,7 @@ def test_a_target_raising_systemexit_or_a_baseexception_is_one_line_and_exit_2(
         code, _, err = run(capsys, tmp_path / "out", f"{target}:{name}", "--kind", "document")
         assert code == 2, name
         assert err.startswith("crashpoint: error:") and "Traceback" not in err, name
+        assert f"target '{target}:{name}'" in err, err  # named as every target error is
 
 
 def test_a_crash_point_beyond_the_workload_is_exit_2_not_a_pass(
