@@ -473,6 +473,21 @@ class Explorer:
         model, crash point, crash state, what load gave and a replay) if any."""
         __tracebackhide__ = True
         result = self.explore(workload, **options)
+        if not result.crash_points:
+            # Never a green that examined nothing: a replay of a crash point the workload
+            # does not have (or whose states lie in another shard) is a mistake; a shard
+            # holding none of this workload's states verified nothing (skipped, said so).
+            piece = options.get("shard") or self.shard
+            where = f" in shard {piece[0]}/{piece[1]}" if piece is not None else ""
+            if self.crash_point is not None:
+                pytest.fail(
+                    f"crashpoint: --crashpoint-crash-point {self.crash_point} examined no "
+                    f"crash state{where}: the workload's crash points are 0..{result.operations}"
+                    f"{' (or its states lie in another shard)' if where else ''}; "
+                    "nothing was verified",
+                    pytrace=False,
+                )
+            pytest.skip(f"crashpoint: no crash state of this workload{where}: nothing verified")
         if result.violations:
             v = result.violations[0]
             more = len(result.violations) - 1

@@ -440,3 +440,45 @@ def test_the_model_option_takes_the_clis_comma_lists(user_tests: pytest.Pytester
     result.assert_outcomes(passed=1)
     props = properties(user_tests.path / "out.xml")["test_reference_is_consistent"]
     assert props["crashpoint_model"] == "power-loss,process-crash"
+
+
+def test_a_replay_past_the_workloads_crash_points_fails_never_a_silent_pass(
+    user_tests: pytest.Pytester,
+) -> None:
+    result = user_tests.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--crashpoint-crash-point", "99999", "-k", "is_consistent"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*--crashpoint-crash-point 99999 examined no crash state*nothing was verified*"]
+    )
+
+
+def test_a_shard_holding_no_state_of_the_workload_is_skipped_and_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    # one save of a fresh session: a handful of distinct states over 64 shards leaves
+    # some shards empty; those verified nothing and say so (skipped), never a pass
+    pytester.makepyfile(
+        test_tiny="""
+from crashpoint.core import AgentState
+
+def one_save(s):
+    s.save(AgentState.new("s1"))
+
+def test_tiny(crashpoint_explorer):
+    crashpoint_explorer.check(one_save)
+"""
+    )
+    outcomes = {"passed": 0, "skipped": 0}
+    for k in range(1, 65):
+        result = pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "--crashpoint-shard", f"{k}/64", "-rs"
+        )
+        got = result.parseoutcomes()
+        assert not got.get("failed"), result.stdout.str()
+        for key in outcomes:
+            outcomes[key] += got.get(key, 0)
+        if got.get("skipped"):
+            result.stdout.fnmatch_lines(["*no crash state of this workload in shard*"])
+    assert outcomes["passed"] > 0 and outcomes["skipped"] > 0, outcomes
