@@ -195,6 +195,10 @@ class _Harness:
         self.mem = MemoryFileSystem(disk)
         self.rec = RecordingFileSystem(self.mem, record_reads=False)
         self.storage = self.factory(self.rec, self.base_dir)
+        if self.storage is None:  # a factory that returns nothing: no storage to judge
+            from ._usertarget import BadTarget
+
+            raise BadTarget("the storage factory returned None, not a storage")
         self.session = Session(self.storage, self.rec, self.base_dir)
 
     @property

@@ -95,3 +95,11 @@ def test_reference_passes_the_machine_with_hostile_calls() -> None:
         machine,
         settings=settings(max_examples=40, database=None, derandomize=True, deadline=None),
     )
+
+
+def test_a_factory_returning_none_is_a_bad_target_not_a_finding() -> None:
+    from crashpoint.scenarios._usertarget import BadTarget
+
+    machine = storage_state_machine(lambda fs, base: None)
+    with pytest.raises(BadTarget, match="returned None"):
+        run_state_machine_as_test(machine, settings=settings(max_examples=5, database=None))

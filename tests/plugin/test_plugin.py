@@ -482,3 +482,10 @@ def test_tiny(crashpoint_explorer):
         if got.get("skipped"):
             result.stdout.fnmatch_lines(["*no crash state of this workload in shard*"])
     assert outcomes["passed"] > 0 and outcomes["skipped"] > 0, outcomes
+
+
+def test_a_factory_returning_none_is_a_bad_target_not_data_loss() -> None:
+    from crashpoint.scenarios._usertarget import BadTarget
+
+    with pytest.raises(BadTarget, match="returned None"):
+        Explorer().explore(save_save_delete, target=lambda fs, base: None)
