@@ -417,7 +417,29 @@ def run_state_machine(
         )
     except AssertionError as exc:
         return " ".join(str(exc).split())[:2000]
+    except Exception as exc:
+        # Hypothesis found several distinct failures: an exception group (Python 3.11's
+        # ExceptionGroup, the backport's before it) of the machine's AssertionErrors.
+        failures = _leaves(exc)
+        if not failures or not all(isinstance(f, AssertionError) for f in failures):
+            raise
+        text = f"{len(failures)} distinct failures: " + " | ".join(
+            " ".join(str(f).split()) for f in failures
+        )
+        return text[:2000]
     return None
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside an exception group, nested groups flattened; [] for an
+    exception that is not a group."""
+    inner = getattr(exc, "exceptions", None)
+    if not isinstance(inner, tuple):
+        return []
+    out: list[BaseException] = []
+    for e in inner:
+        out += _leaves(e) if isinstance(getattr(e, "exceptions", None), tuple) else [e]
+    return out
 
 
 # --- verify --kind state-storage ------------------------------------------------------------

@@ -208,3 +208,29 @@ def test_each_conformance_item_catches_a_broken_storage(
 def test_the_reference_passes_every_conformance_item() -> None:
     results = run_conformance(lambda fs: TARGETS["reference"](fs, BASE_DIR), reference_format=True)
     assert [why for _, why in results] == [None] * len(CONFORMANCE)
+
+
+def test_several_distinct_machine_failures_are_findings_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Hypothesis reports two distinct failures as an exception group: each is a finding
+    # (verify exit 1 with counterexamples), never "the target raised ExceptionGroup"
+    import hypothesis.stateful
+
+    def two_failures(*args: object, **kwargs: object) -> None:
+        raise ExceptionGroup(
+            "Hypothesis found 2 distinct failures.",
+            [AssertionError("R1 (recoverable) violated: a"), AssertionError("S1 (confined): b")],
+        )
+
+    monkeypatch.setattr(hypothesis.stateful, "run_state_machine_as_test", two_failures)
+    failure = run_state_machine(own_layout, max_examples=1)
+    assert failure is not None
+    assert failure.startswith("2 distinct failures: R1 (recoverable) violated: a | S1")
+
+    def not_findings(*args: object, **kwargs: object) -> None:
+        raise ExceptionGroup("two bugs of the harness", [TypeError("x"), AssertionError("y")])
+
+    monkeypatch.setattr(hypothesis.stateful, "run_state_machine_as_test", not_findings)
+    with pytest.raises(ExceptionGroup):
+        run_state_machine(own_layout, max_examples=1)
