@@ -2,9 +2,9 @@
 
 Exit codes (for CI): 0 no violation; 1 a violation was found (or, with ``--zoo``, a
 mutant was not killed as expected); 2 a usage or input error, including an output
-directory that cannot be written; 130 interrupted (Ctrl-C). Never a traceback:
-a usage error is one line with the reason and one hint line on standard error
-(:func:`print_usage_error`).
+directory that cannot be written; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+Never a traceback: a usage error is one line with the reason and one hint line on
+standard error (:func:`print_usage_error`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from rich.console import Console
 from . import __version__
 from ._options import (
     ProgressLine,
+    Terminated,
     cap_jobs,
     glue_dash_values,
     parse_models,
     parse_shard,
     prepare_out,
+    stop_on_signals,
 )
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "run"]
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 class UsageError(Exception):
@@ -143,7 +145,8 @@ def _parser() -> argparse.ArgumentParser:
         help="explore every crash point of the workload catalogue",
         description="Record each workload once, derive every crash state under the "
         "persistence model, reboot each on a fresh storage and check the invariants. "
-        "Exit codes: 0 no violation, 1 violation found, 2 usage or input error. "
+        "Exit codes: 0 no violation, 1 violation found, 2 usage or input error, "
+        "130 interrupted, 143 terminated. "
         "SPEC.md and FAULT-MODEL.md, which messages cite, are installed with the package "
         "(--list prints where).",
     )
@@ -246,6 +249,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with stop_on_signals():
+            return _main(parser, argv, console, err)
+    except KeyboardInterrupt as exc:  # a signal just outside _main's own handling
+        return _interrupted(err, exc)
+
+
+def _interrupted(err: Console, exc: KeyboardInterrupt) -> int:
+    """Ctrl-C: one line, 130; SIGTERM (:class:`~crashpoint._options.Terminated`): one
+    line, 143."""
+    if isinstance(exc, Terminated):
+        err.print("crashpoint: terminated", markup=False)
+        return EXIT_TERMINATED
+    err.print("crashpoint: interrupted", markup=False)
+    return EXIT_INTERRUPTED
+
+
+def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, err: Console) -> int:
     command = "crashpoint"
     try:
         args, extra = parser.parse_known_args(glue_dash_values(argv, _value_options(parser)))
@@ -268,9 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
-    except KeyboardInterrupt:
-        err.print("crashpoint: interrupted", markup=False)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        return _interrupted(err, exc)
     except Exception as exc:  # never a traceback
         err.print(f"crashpoint: internal error: {type(exc).__name__}: {exc}", markup=False)
         return EXIT_USAGE

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROGRESS_INTERVAL",
     "ProgressLine",
+    "Terminated",
     "cap_jobs",
     "discard_out",
     "glue_dash_values",
@@ -36,6 +39,7 @@ __all__ = [
     "parse_models",
     "parse_shard",
     "prepare_out",
+    "stop_on_signals",
     "usable_cores",
 ]
 
@@ -282,3 +286,38 @@ class ProgressLine:
     ) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread while a command runs: handled as an interrupt
+    (worker and target processes are stopped on the way out), exit code 143."""
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """While a command runs: SIGINT raises KeyboardInterrupt and SIGTERM
+    :class:`Terminated` in the main thread, each after killing the target processes
+    ``verify --exec`` has running (they run in sessions of their own, which the
+    terminal's Ctrl-C never reaches). A signal ignored when the command started stays
+    ignored; the handlers before are restored after. Outside the main thread: nothing."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        running = sys.modules.get("crashpoint.scenarios._exec")
+        if running is not None:
+            running.stop_processes()
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)

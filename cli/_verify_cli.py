@@ -123,7 +123,10 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "process; the report is the same for any N",
     )
     p.add_argument(
-        "--timeout", type=_seconds, metavar="S", help="seconds one call of the target may take"
+        "--timeout",
+        type=_seconds,
+        metavar="S",
+        help="seconds one call of the target may take (default: no limit; with --exec, 60)",
     )
     p.add_argument(
         "--baseline",
@@ -175,6 +178,11 @@ def _baseline(path: str) -> set[tuple[str, str, str]]:
         raise VerifyUsageError(f"--baseline {path!r}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise VerifyUsageError(f"--baseline {path!r} is not a crashpoint report ({exc})") from None
+
+
+EXEC_TIMEOUT = 60.0
+"""Seconds one command of ``--exec`` may take when ``--timeout`` is not given: a command
+that hangs is a finding to report, not a CI job that never ends."""
 
 
 def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
@@ -237,6 +245,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     elif not args.target:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
+    if args.exec is not None:
+        from .scenarios._exec import allow_processes
+
+        allow_processes()  # a new run (an earlier one in this process may have stopped them)
+        if args.timeout is None:
+            args.timeout = EXEC_TIMEOUT
     try:
         if args.exec:
             from .scenarios._exec import verify_exec_state_storage

@@ -117,6 +117,30 @@ def render_argv(template: str, **subs: str) -> list[str]:
     return out
 
 
+_LIVE: dict[int, None] = {}
+"""The process groups :func:`run_process` started that are still running."""
+_LIVE_LOCK = threading.RLock()  # reentrant: a signal handler may run in a thread holding it
+_STOPPING = threading.Event()
+
+
+def stop_processes() -> None:
+    """Interrupted (Ctrl-C, SIGTERM): kill the process group of every target process still
+    running and start no more until :func:`allow_processes` (each runs in a session of
+    its own, so the terminal's signal never reaches it: without this, strace and the
+    command under test would outlive crashpoint)."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        groups = list(_LIVE)
+    for pid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def allow_processes() -> None:
+    """A new run: :func:`run_process` starts processes again."""
+    _STOPPING.clear()
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -126,18 +150,24 @@ def run_process(
     stdin: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``argv`` in its own process group; kill the group and raise
-    TargetTimeout after ``timeout`` seconds. A missing program is BadTarget."""
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise BadTarget(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+    TargetTimeout after ``timeout`` seconds. A missing program is BadTarget. After
+    :func:`stop_processes`, raises KeyboardInterrupt instead of starting it; an
+    exception while it runs (an interrupt) kills its group first."""
+    with _LIVE_LOCK:
+        if _STOPPING.is_set():
+            raise KeyboardInterrupt
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BadTarget(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+        _LIVE[proc.pid] = None
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -145,6 +175,13 @@ def run_process(
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise TargetTimeout(label, timeout or 0) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(proc.pid, None)
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 

@@ -592,3 +592,38 @@ def test_explain_emit_test_naming_a_directory_is_refused_before_the_search(
     err = capsys.readouterr().err
     assert "is a directory" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []  # no report written, no --out left
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_sigterm_stops_the_workers_and_exits_143_in_one_line(tmp_path: pathlib.Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "crashpoint", "explore", "--model", "all", "--faults"),
+            *("--jobs", "2", "--out", str(tmp_path)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the run never started its worker processes"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert err.decode().strip().splitlines()[-1] == "crashpoint: terminated"
+    assert b"Traceback" not in err
+    time.sleep(0.5)
+    assert [w for w in workers if _alive(w)] == []

@@ -500,3 +500,98 @@ def test_state_storage_starts_one_process_per_disk_image() -> None:
     conformance = sum(n for kind, n in k.items() if kind.startswith("conformance "))
     assert conformance > 0 and result.failed_checks == []
     assert facts.processes == len(images) + probes + k["traced"] + k["batch probe"] + conformance
+
+
+# --- interrupts and time limits ------------------------------------------------------------
+
+
+def test_run_process_starts_nothing_after_a_stop_and_kills_what_runs(tmp_path: object) -> None:
+    # no strace: the process registry behind Ctrl-C and SIGTERM (README: nothing outlives
+    # crashpoint), with plain sleep processes
+    import threading
+    import time
+
+    from crashpoint.scenarios._exec import allow_processes, run_process, stop_processes
+
+    allow_processes()
+    done: list[object] = []
+
+    def sleeper() -> None:
+        try:
+            done.append(run_process(["sleep", "100"], label="t", timeout=None, cwd="/"))
+        except BaseException as exc:  # recorded and asserted below
+            done.append(exc)
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    stop_processes()
+    thread.join(10)
+    assert not thread.is_alive() and time.monotonic() - started < 5
+    killed = done[0]
+    assert isinstance(killed, subprocess.CompletedProcess) and killed.returncode == -9
+    with pytest.raises(KeyboardInterrupt):
+        run_process(["true"], label="t", timeout=None, cwd="/")
+    allow_processes()
+    assert run_process(["true"], label="t", timeout=None, cwd="/").returncode == 0
+
+
+@pytest.mark.exec
+@pytest.mark.parametrize(
+    ("sig", "code", "line"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
+)
+def test_a_signal_stops_verify_exec_and_leaves_no_process_behind(
+    tmp_path: object, sig: str, code: int, line: str
+) -> None:
+    import signal
+    import time
+
+    _need("node")
+    marker = f"sleep 97{code}"  # a command line of this test's own, to look for
+    proc = subprocess.Popen(
+        [
+            *(PY, "-m", "crashpoint", "verify", "--exec"),
+            *("--save", f"sh -c '{marker}' x {{dir}} {{value}}"),
+            *("--load", f"node {EXEC}/atomic_store.js load {{dir}}"),
+            *("--out", str(tmp_path)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _running(marker):
+        time.sleep(0.2)
+    assert _running(marker), "the save command never started"
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert err.decode().strip().splitlines()[-1] == f"crashpoint: {line}"
+    time.sleep(0.5)
+    assert not _running(marker), "the command under test outlived crashpoint"
+
+
+def _running(command: str) -> bool:
+    """A process whose whole command line is ``command`` is running."""
+    found = subprocess.run(["pgrep", "-x", "-f", command], capture_output=True, text=True)
+    return bool(found.stdout.split())
+
+
+@pytest.mark.exec
+def test_exec_commands_have_a_default_time_limit(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _need("node")
+    import crashpoint._verify_cli as verify_cli
+    from crashpoint._cli import main
+
+    monkeypatch.setattr(verify_cli, "EXEC_TIMEOUT", 1.0)  # the default is 60 s
+    code = main(
+        [
+            *("verify", "--exec", "--save", "sh -c 'sleep 100' x {dir} {value}"),
+            *("--load", f"node {EXEC}/atomic_store.js load {{dir}}", "--out", str(tmp_path)),
+        ]
+    )
+    assert code == 2
+    assert "did not return within --timeout 1 s" in capsys.readouterr().err
