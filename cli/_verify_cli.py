@@ -169,6 +169,11 @@ def _baseline(path: str) -> set[tuple[str, str, str]]:
     try:
         with open(path, encoding="utf-8") as f:
             report = json.load(f)
+        if not isinstance(report, dict) or not isinstance(report.get("scenarios"), list):
+            raise VerifyUsageError(
+                f"--baseline {path!r} is not a crashpoint report (no list of scenarios: "
+                "give the report.json of an earlier crashpoint verify)"
+            )
         return {
             (str(s["name"]).split(":", 1)[0], str(s["model"]), str(inv))
             for s in report["scenarios"]
@@ -368,8 +373,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}", markup=False)
     if exec_facts is not None:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))
+        kinds = f" ({kinds})" if kinds else ""
         console.print(
-            f"exec: {exec_facts.processes} processes ({kinds}); ignored by rule "
+            f"exec: {exec_facts.processes} processes{kinds}; ignored by rule "
             f"({exec_facts.ignored_rule}): {len(exec_facts.ignored)} path(s)",
             markup=False,
         )

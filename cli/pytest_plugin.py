@@ -493,8 +493,8 @@ class Explorer:
             more = len(result.violations) - 1
             tail = f"\n  (and {more} more violation(s))" if more else ""
             pytest.fail(
-                f"crashpoint: {len(result.violations)} violation(s) in {result.distinct_states} "
-                f"crash states\n{v.render()}{tail}",
+                f"crashpoint: {len(result.violations)} violation(s), "
+                f"{result.distinct_states} distinct crash states explored\n{v.render()}{tail}",
                 pytrace=False,
             )
         return result

@@ -78,7 +78,7 @@ def test_reference_passes_and_mutant_fails_with_a_readable_counterexample(
     result.stdout.fnmatch_lines(
         [
             "*_ test_mutant_is_inconsistent _*",
-            "crashpoint: * violation(s) in * crash states",
+            "crashpoint: * violation(s), * distinct crash states explored",
             "D1 (deleted-stays-deleted) violated in scenario 'save_save_delete' under "
             "process-crash, target mutant:delete-main-first",
             "*crash point *: after unlink('/data/sessions/s1.json'), before unlink(*s1.json.bak')",

@@ -514,3 +514,14 @@ def test_a_usage_error_leaves_no_out_directory_behind(argv: list[str], tmp_path:
     kept.mkdir()
     assert main([*argv, "--out", str(kept)]) == 2
     assert kept.is_dir()  # a directory that was there stays
+
+
+@pytest.mark.parametrize("content", ["{}", "[1, 2]", '{"scenarios": 3}', "not json"])
+def test_a_baseline_that_is_not_a_report_is_one_plain_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str
+) -> None:
+    baseline = tmp_path / "old.json"
+    baseline.write_text(content, encoding="utf-8")
+    code, _, err = run(capsys, tmp_path / "out", f"{STORE}:JsonStore", "--baseline", str(baseline))
+    assert code == 2 and "is not a crashpoint report" in err, err
+    assert "list indices" not in err and "('scenarios')" not in err  # no Python internals
