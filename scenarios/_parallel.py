@@ -182,8 +182,11 @@ def default_jobs() -> int:
 
 def ignore_interrupts() -> None:
     """Worker initializer: Ctrl-C reaches the whole process group; the parent alone
-    handles it (and stops the workers), so a worker prints no traceback of its own."""
+    handles it (and stops the workers), so a worker prints no traceback of its own.
+    SIGTERM ends a worker at once, as by default (not the handler a forked worker
+    inherits from the command line)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
