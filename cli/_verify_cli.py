@@ -318,6 +318,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError(  # examined nothing: no pass (as explore --crash-point)
             f"--crash-point {args.crash_point}: no workload run has that crash point"
         )
+    if fault is not None and not any(r.crash_points for r in result.results):
+        raise VerifyUsageError(  # as explore --fault: a fault no run has is a typo
+            f"--fault {args.fault}: no workload run has operation {fault.at}"
+        )
     report = build_verify_report(result, model=args.model)
     if exec_facts is not None:
         report["exec"] = exec_facts.as_dict()

@@ -212,11 +212,22 @@ class ExplorationResult:
         return sorted(ids, key=severity_rank)
 
     def assert_no_violations(self) -> None:
-        """Raise ``AssertionError`` carrying the most severe, minimal counterexample, if any."""
+        """Raise ``AssertionError`` carrying the most severe, minimal counterexample, if
+        any; or saying so when nothing was verified: no crash point examined (a crash
+        point no run has, an empty shard) or no invariant checked."""
         if self.violations:
             more = len(self.violations) - 1
             tail = f"\n  (and {more} more violation(s))" if more else ""
             raise AssertionError(self.violations[0].render() + tail)
+        # a faulted exploration of a run without operations has no fault to inject
+        nothing_to_fault = "F1" in self.invariants and not self.operations
+        if not self.crash_points and not nothing_to_fault:
+            raise AssertionError(
+                f"{self.scenario} under {self.model}: no crash point was examined (a crash "
+                "point or shard no run has): nothing was verified"
+            )
+        if not self.invariants:
+            raise AssertionError(f"{self.scenario}: no invariant was checked: nothing verified")
 
 
 @dataclass(slots=True)

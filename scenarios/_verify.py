@@ -95,9 +95,16 @@ class VerifyResult:
         return list(dict.fromkeys(u for r in self.results for u in r.unsupported))
 
     @property
+    def examined_nothing(self) -> bool:
+        """No crash point of any run was examined (no workload, no model, a crash point
+        or fault no run has, an empty shard): nothing was verified."""
+        return not any(r.crash_points for r in self.results)
+
+    @property
     def incomplete(self) -> bool:
-        """A call the model cannot represent was made: the verdict is not a pass."""
-        return bool(self.unsupported)
+        """A call the model cannot represent was made, or nothing was examined: the
+        verdict is not a pass."""
+        return bool(self.unsupported) or self.examined_nothing
 
     @property
     def ok(self) -> bool:
@@ -106,7 +113,7 @@ class VerifyResult:
     @property
     def verdict(self) -> str:
         """``incomplete`` (a call the model cannot represent: findings after it are not
-        a full account), ``violation`` or ``clean``."""
+        a full account; or no crash point examined), ``violation`` or ``clean``."""
         if self.incomplete:
             return "incomplete"
         return "violation" if self.counterexamples or self.failed_checks else "clean"
@@ -128,10 +135,15 @@ class VerifyResult:
         if self.failed_checks:
             c = self.failed_checks[0]
             raise AssertionError(f"conformance {c['id']} ({c['check']}) failed: {c['why']}")
-        if self.incomplete:
+        if self.unsupported:
             raise AssertionError(
                 "verdict incomplete: calls the model cannot represent: "
                 + ", ".join(self.unsupported)
+            )
+        if self.examined_nothing:
+            raise AssertionError(
+                "verdict incomplete: no crash point was examined (no workload or model, or "
+                "a crash point, fault or shard no run has): nothing was verified"
             )
 
 
@@ -396,9 +408,10 @@ def _verify_workload(
             shrunk[f"{workload.name} ({model.name})"] = smaller.name
             result = _explore(doc, smaller, model, faults=faults)
     if searched is not None:
-        # A replay (--crash-point) counts what it replayed, not the search that chose
-        # its workload: a crash point no run has must not pass for one examined.
-        if crash_point is None:
+        # A replay (--crash-point, --fault) counts what it replayed, not the search that
+        # chose its workload: a crash point or fault no run has must not pass for one
+        # examined.
+        if crash_point is None and fault is None:
             result.crash_points += searched.crash_points
             result.raw_states += searched.raw_states
             result.state_ids |= searched.state_ids
@@ -528,6 +541,7 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
         "mode": result.mode,
         "verdict": result.verdict,
         "incomplete": result.unsupported,
+        "examined_nothing": result.examined_nothing,
         "seed": result.seed,
         "values": result.values,
         "shrunk": dict(result.shrunk),

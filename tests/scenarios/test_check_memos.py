@@ -211,3 +211,13 @@ def test_a_reboot_knows_the_disk_it_booted_from_after_writing() -> None:
     fs.unlink("/data/b")
     assert fs.boot_state == CrashState((("/data/a", b"1"), ("/data/b", b"2")), ("/data",))
     assert MemoryFileSystem(state).boot_state == fs.boot_state
+
+
+@pytest.mark.parametrize("options", [{"crash_point": 999}, {"crash_point": -3}, {"checker": []}])
+def test_an_exploration_that_verified_nothing_does_not_pass(options: dict[str, object]) -> None:
+    # the seed loses data under power-loss; a restriction that examines nothing must not
+    # turn that into a pass (never a false green)
+    result = explore(SCENARIOS["three-saves"], model="power-loss", target="seed", **options)  # type: ignore[arg-type]
+    assert not result.violations
+    with pytest.raises(AssertionError, match="nothing"):
+        result.assert_no_violations()

@@ -193,3 +193,23 @@ def test_a_replay_finds_the_same_counterexample_at_its_crash_point() -> None:
     )
     assert {c.crash_point for c in again.counterexamples} == {first.crash_point}
     assert first.state_digest in {c.state_digest for c in again.counterexamples}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"workloads": []}, {"model": []}, {"crash_point": 9999}],
+    ids=["no-workload", "no-model", "no-such-crash-point"],
+)
+def test_a_verify_that_examined_nothing_is_never_clean(options: dict[str, object]) -> None:
+    # a broken store: nothing examined must not read as a pass (never a false green)
+    result = crashpoint.verify(example("InPlaceJsonStore"), **options)  # type: ignore[arg-type]
+    assert result.examined_nothing and result.verdict == "incomplete" and not result.ok
+    with pytest.raises(AssertionError, match="nothing was verified"):
+        result.assert_no_violations()
+
+
+def test_a_replayed_fault_no_run_has_examines_nothing() -> None:
+    from crashpoint.scenarios._faults import parse_fault
+
+    result = crashpoint.verify(example("InPlaceJsonStore"), fault=parse_fault("999:ENOSPC"))
+    assert result.examined_nothing and result.verdict == "incomplete"

@@ -525,3 +525,12 @@ def test_a_baseline_that_is_not_a_report_is_one_plain_line(
     code, _, err = run(capsys, tmp_path / "out", f"{STORE}:JsonStore", "--baseline", str(baseline))
     assert code == 2 and "is not a crashpoint report" in err, err
     assert "list indices" not in err and "('scenarios')" not in err  # no Python internals
+
+
+def test_a_fault_past_every_run_is_exit_2_not_a_clean_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(
+        capsys, tmp_path / "far", f"{STORE}:InPlaceJsonStore", "--fault", "999:ENOSPC"
+    )
+    assert code == 2 and "no workload run has operation 999" in err, out
