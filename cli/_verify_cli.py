@@ -164,8 +164,9 @@ def _prepare_out(path: str) -> str:
         raise VerifyUsageError(str(exc)) from None
 
 
-def _baseline(path: str) -> set[tuple[str, str, str]]:
-    """Known findings of an earlier report: (workload, model, invariant)."""
+def _baseline(path: str) -> tuple[set[tuple[str, str, str]], str | None]:
+    """Known findings of an earlier report, (workload, model, invariant), and the target
+    that report names (None when it names none)."""
     try:
         with open(path, encoding="utf-8") as f:
             report = json.load(f)
@@ -174,15 +175,22 @@ def _baseline(path: str) -> set[tuple[str, str, str]]:
                 f"--baseline {path!r} is not a crashpoint report (no list of scenarios: "
                 "give the report.json of an earlier crashpoint verify)"
             )
-        return {
+        theirs = report.get("target")
+        known = {
             (str(s["name"]).split(":", 1)[0], str(s["model"]), str(inv))
             for s in report["scenarios"]
             for inv in s.get("killed_by", [])
         }
+        return known, theirs if isinstance(theirs, str) else None
     except OSError as exc:
         raise VerifyUsageError(f"--baseline {path!r}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise VerifyUsageError(f"--baseline {path!r} is not a crashpoint report ({exc})") from None
+
+
+def _factory(spec: str) -> str:
+    """The factory's name in a target spec (``pkg.mod:make`` or ``path/file.py:make``)."""
+    return spec.rsplit(":", 1)[-1]
 
 
 EXEC_TIMEOUT = 60.0
@@ -236,7 +244,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError("--values applies to --kind document only")
     if args.format is not None and args.kind != "state-storage":
         raise VerifyUsageError("--format applies to --kind state-storage only")
-    known = _baseline(args.baseline) if args.baseline else None
+    known, baseline_target = _baseline(args.baseline) if args.baseline else (None, None)
     exec_facts: Any = None
     if args.exec is not None:
         from .scenarios._exec import check_exec_args
@@ -334,7 +342,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 if (c.workload.split(":", 1)[0], c.model, c.invariant) not in known
             }
         )
-        report["baseline"] = {"report": args.baseline, "known": len(known), "new": new}
+        report["baseline"] = {
+            "report": args.baseline,
+            "target": baseline_target,
+            "known": len(known),
+            "new": new,
+        }
     from .reports import print_summary, write_json, write_markdown
 
     paths = (
@@ -374,6 +387,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             + (f": {'; '.join(new)}" if new else ""),
             markup=False,
         )
+        this = args.target or args.exec
+        if baseline_target is not None and this and _factory(baseline_target) != _factory(this):
+            # a report of another target: its findings may hide this one's (same workload,
+            # model and invariant); said, not refused (a renamed factory is the same store)
+            console.print(
+                f"baseline {args.baseline} is a report of target {baseline_target!r}, "
+                f"not of {this!r}: its known findings are hidden here too",
+                markup=False,
+            )
     console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}", markup=False)
     if exec_facts is not None:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))

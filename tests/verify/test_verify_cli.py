@@ -172,6 +172,18 @@ def test_a_baseline_fails_only_on_new_findings(
     )
     assert code == 1
     assert report(tmp_path / "new")["baseline"]["new"]
+    assert report(tmp_path / "new")["baseline"]["target"] == target
+    # a report of another target is said to be one (its findings would hide this one's)
+    code, out, _ = run(
+        capsys,
+        tmp_path / "other",
+        f"{STORE}:JsonStore",
+        "--workload",
+        "first-save",
+        "--baseline",
+        baseline,
+    )
+    assert code == 0 and f"is a report of target '{target}'" in out, out
 
 
 def test_jobs_give_the_same_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
