@@ -15,7 +15,7 @@ What is not replayed is never dropped silently:
 
 * a mutating call on a path outside the directory is an *escape* (S1), except
   under the stated ignore rule :data:`IGNORED_RULE` (``/dev``, ``/proc``, ``/sys``,
-  and interpreter caches: a path component ``__pycache__`` or ``node-compile-cache``);
+  and interpreter caches: Python bytecode in ``__pycache__``, ``node-compile-cache``);
 * a call the model cannot represent on a file of the directory (``mmap`` shared and
   writable, ``msync``, ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``,
   ``io_uring_*``, ``link``, ``symlink``, ``rmdir``, ``sync``, ``openat2`` ...) is
@@ -56,13 +56,31 @@ TRACED_SYSCALLS = (
 """The system calls recorded (``strace -e trace=``)."""
 
 IGNORED_RULE = (
-    "writes outside the directory under /dev, /proc or /sys, or to a path with a "
-    "component __pycache__ or node-compile-cache (interpreter caches), are ignored"
+    "writes outside the directory under /dev, /proc or /sys, to Python bytecode (a .pyc "
+    "file, or its temporary .pyc.N, in a __pycache__ directory) or under a "
+    "node-compile-cache directory (interpreter caches), are ignored"
 )
 """The stated rule for what is not an escape (reports list it)."""
 
 _IGNORED_PREFIXES = ("/dev/", "/proc/", "/sys/")
-_IGNORED_PARTS = ("__pycache__", "node-compile-cache")
+_CACHE_DIRS = ("__pycache__", "node-compile-cache")
+
+
+def _interpreter_cache(real: str) -> bool:
+    """``real`` is an interpreter's cache: a ``__pycache__`` or ``node-compile-cache``
+    directory itself, Python bytecode in a ``__pycache__`` directory (``*.pyc``, or the
+    ``*.pyc.N`` CPython writes first and renames), or anything under a
+    ``node-compile-cache`` directory. Any other file under ``__pycache__`` is not (a
+    store may not hide its data there)."""
+    parts = real.split("/")
+    name = parts[-1]
+    if name in _CACHE_DIRS or "node-compile-cache" in parts[:-1]:
+        return True
+    if len(parts) < 2 or parts[-2] != "__pycache__":
+        return False
+    stem, dot, tail = name.rpartition(".")
+    return name.endswith(".pyc") or (dot == "." and tail.isdigit() and stem.endswith(".pyc"))
+
 
 _CLONE_FILES = 0x400
 _AT_REMOVEDIR = 0x200
@@ -338,9 +356,7 @@ class StraceReplay:
         return posixpath.normpath(path)
 
     def _outside(self, call: str, real: str) -> None:
-        if real.startswith(_IGNORED_PREFIXES) or any(
-            part in _IGNORED_PARTS for part in real.split("/")
-        ):
+        if real.startswith(_IGNORED_PREFIXES) or _interpreter_cache(real):
             if real not in self.ignored:
                 self.ignored.append(real)
             return

@@ -595,3 +595,21 @@ def test_exec_commands_have_a_default_time_limit(
     )
     assert code == 2
     assert "did not return within --timeout 1 s" in capsys.readouterr().err
+
+
+def test_only_interpreter_caches_are_ignored_outside_the_directory() -> None:
+    from crashpoint.faultfs._strace import _interpreter_cache
+
+    cache = [
+        "/app/__pycache__",
+        "/app/__pycache__/store.cpython-311.pyc",
+        "/app/__pycache__/store.cpython-311.pyc.140234",
+        "/root/.cache/node-compile-cache/v20/abc",
+    ]
+    hidden = [  # a store's own data under a cache-like name is an escape (S1)
+        "/tmp/hide/__pycache__/9f3a.json",
+        "/tmp/hide/__pycache__/x.pyc.tmp",
+        "/tmp/__pycache__x/a.pyc",
+    ]
+    assert all(_interpreter_cache(p) for p in cache)
+    assert not any(_interpreter_cache(p) for p in hidden)
