@@ -341,6 +341,13 @@ class Verifier:
         the unsupported calls of an incomplete verdict)."""
         __tracebackhide__ = True
         result = self.verify(factory, **options)
+        piece = options.get("shard") or self.shard
+        if piece is not None and result.examined_nothing and not result.unsupported:
+            # as the explorer's check: a shard holding none of the states verified nothing
+            # (skipped, said so); the other shards cover them
+            pytest.skip(
+                f"crashpoint: no crash state in shard {piece[0]}/{piece[1]}: nothing verified"
+            )
         try:
             result.assert_no_violations()
         except AssertionError as exc:

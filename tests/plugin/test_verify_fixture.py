@@ -107,3 +107,25 @@ def test_faults_option_arms_every_fault(user_tests: pytest.Pytester) -> None:
     )
     result.assert_outcomes(failed=1)
     assert "A4 (clean-failure)" in result.stdout.str() or "A2 (durable)" in result.stdout.str()
+
+
+def test_verify_fixture_fails_what_examined_nothing_and_skips_an_empty_shard(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_nothing=USER_TESTS.split("def test_durable")[0]
+        + """
+def test_no_workload(crashpoint_verify):
+    crashpoint_verify.check(InPlace, workloads=[])
+
+
+def test_one_shard(crashpoint_verify):
+    crashpoint_verify.check(Durable, workloads=["first-save"], shard=(64, 64))
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*nothing was verified*"])
+    assert outcomes.get("skipped") == 1  # first-save's few states leave shard 64/64 empty
+    result.stdout.fnmatch_lines(["*no crash state in shard 64/64*"])
