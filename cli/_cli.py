@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with stop_on_signals():
             return _main(parser, argv, console, err)
-    except KeyboardInterrupt as exc:  # a signal just outside _main's own handling
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         return _interrupted(err, exc)
 
 
@@ -289,8 +289,6 @@ def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, er
         return EXIT_USAGE
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
-    except KeyboardInterrupt as exc:
-        return _interrupted(err, exc)
     except Exception as exc:  # never a traceback
         err.print(f"crashpoint: internal error: {type(exc).__name__}: {exc}", markup=False)
         return EXIT_USAGE

@@ -64,9 +64,7 @@ def prepare_out(path: str) -> str:
     try:
         os.makedirs(path, exist_ok=True)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        for made in missing:  # a path that fails part-way leaves nothing behind
-            with contextlib.suppress(OSError, ValueError):
-                os.rmdir(made)
+        discard_out(path)  # a path that fails part-way leaves nothing behind
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise ValueError(f"cannot create --out directory {path!r}: {why}") from None
     for name in ("report.json", "report.md", "report.html"):

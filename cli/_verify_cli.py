@@ -322,14 +322,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError(f"{what}: {exc}") from None
     except KeyError as exc:
         raise VerifyUsageError(str(exc.args[0])) from None
-    if args.crash_point is not None and not any(r.crash_points for r in result.results):
-        raise VerifyUsageError(  # examined nothing: no pass (as explore --crash-point)
-            f"--crash-point {args.crash_point}: no workload run has that crash point"
-        )
-    if fault is not None and not any(r.crash_points for r in result.results):
-        raise VerifyUsageError(  # as explore --fault: a fault no run has is a typo
-            f"--fault {args.fault}: no workload run has operation {fault.at}"
-        )
+    if result.examined_nothing:  # a replay that matched nothing is a typo, no pass
+        if args.crash_point is not None:  # (as explore --crash-point, --fault)
+            raise VerifyUsageError(
+                f"--crash-point {args.crash_point}: no workload run has that crash point"
+            )
+        if fault is not None:
+            raise VerifyUsageError(
+                f"--fault {args.fault}: no workload run has operation {fault.at}"
+            )
     report = build_verify_report(result, model=args.model)
     if exec_facts is not None:
         report["exec"] = exec_facts.as_dict()

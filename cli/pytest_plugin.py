@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -343,11 +343,7 @@ class Verifier:
         result = self.verify(factory, **options)
         piece = options.get("shard") or self.shard
         if piece is not None and result.examined_nothing and not result.unsupported:
-            # as the explorer's check: a shard holding none of the states verified nothing
-            # (skipped, said so); the other shards cover them
-            pytest.skip(
-                f"crashpoint: no crash state in shard {piece[0]}/{piece[1]}: nothing verified"
-            )
+            _skip_empty_shard(piece)
         try:
             result.assert_no_violations()
         except AssertionError as exc:
@@ -485,8 +481,8 @@ class Explorer:
             # does not have (or whose states lie in another shard) is a mistake; a shard
             # holding none of this workload's states verified nothing (skipped, said so).
             piece = options.get("shard") or self.shard
-            where = f" in shard {piece[0]}/{piece[1]}" if piece is not None else ""
             if self.crash_point is not None:
+                where = f" in shard {piece[0]}/{piece[1]}" if piece is not None else ""
                 pytest.fail(
                     f"crashpoint: --crashpoint-crash-point {self.crash_point} examined no "
                     f"crash state{where}: the workload's crash points are 0..{result.operations}"
@@ -494,7 +490,7 @@ class Explorer:
                     "nothing was verified",
                     pytrace=False,
                 )
-            pytest.skip(f"crashpoint: no crash state of this workload{where}: nothing verified")
+            _skip_empty_shard(piece, " of this workload")
         if result.violations:
             v = result.violations[0]
             more = len(result.violations) - 1
@@ -531,6 +527,14 @@ class Explorer:
             return get_target(target)
         name = getattr(target, "__qualname__", None) or repr(target)
         return Target(name, target, getattr(target, "__doc__", None) or "")
+
+
+def _skip_empty_shard(piece: tuple[int, int] | None, of: str = "") -> NoReturn:
+    """Skip a test whose shard ``piece`` holds none of its crash states (``of``: whose,
+    e.g. " of this workload"): it verified nothing, and says so (the other shards cover
+    the states; failing would punish a wide ``-n``)."""
+    where = f" in shard {piece[0]}/{piece[1]}" if piece is not None else ""
+    pytest.skip(f"crashpoint: no crash state{of}{where}: nothing verified")
 
 
 def _resolve_models(

@@ -78,8 +78,8 @@ def _interpreter_cache(real: str) -> bool:
         return True
     if len(parts) < 2 or parts[-2] != "__pycache__":
         return False
-    stem, dot, tail = name.rpartition(".")
-    return name.endswith(".pyc") or (dot == "." and tail.isdigit() and stem.endswith(".pyc"))
+    stem, _, tail = name.rpartition(".")
+    return name.endswith(".pyc") or (tail.isdigit() and stem.endswith(".pyc"))
 
 
 _CLONE_FILES = 0x400

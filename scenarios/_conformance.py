@@ -438,7 +438,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
         return []
     out: list[BaseException] = []
     for e in inner:
-        out += _leaves(e) if isinstance(getattr(e, "exceptions", None), tuple) else [e]
+        out += _leaves(e) or [e]
     return out
 
 

@@ -117,7 +117,7 @@ def render_argv(template: str, **subs: str) -> list[str]:
     return out
 
 
-_LIVE: dict[int, None] = {}
+_LIVE: set[int] = set()
 """The process groups :func:`run_process` started that are still running."""
 _LIVE_LOCK = threading.RLock()  # reentrant: a signal handler may run in a thread holding it
 _STOPPING = threading.Event()
@@ -167,7 +167,7 @@ def run_process(
             )
         except OSError as exc:
             raise BadTarget(f"cannot run {argv[0]!r}: {exc.strerror}") from None
-        _LIVE[proc.pid] = None
+        _LIVE.add(proc.pid)
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -181,7 +181,7 @@ def run_process(
         raise
     finally:
         with _LIVE_LOCK:
-            _LIVE.pop(proc.pid, None)
+            _LIVE.discard(proc.pid)
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 

@@ -254,14 +254,9 @@ def record(workload: Workload, target: Target, *, fault: Fault | None = None) ->
     initial = fs.crash_state()
     # Reads are not kept (the recording holds operations and marks): not recorded.
     rec = RecordingFileSystem(MemoryFileSystem(initial), fault=fault, record_reads=False)
-    storage = target(rec, BASE_DIR)
-    if storage is None:  # not a storage whose loads fail: a factory that returns nothing
-        from ._usertarget import BadTarget
+    from ._usertarget import a_storage
 
-        raise BadTarget(
-            f"target {target.name!r} returned None, not a storage (does its factory return it?)"
-        )
-    session = Session(storage, rec, BASE_DIR)
+    session = Session(a_storage(target(rec, BASE_DIR), f"target {target.name!r}"), rec, BASE_DIR)
     workload.run(session)
     sessions = list(expects)
     for call in session.calls:

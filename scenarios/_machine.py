@@ -194,11 +194,9 @@ class _Harness:
         self.boot = disk
         self.mem = MemoryFileSystem(disk)
         self.rec = RecordingFileSystem(self.mem, record_reads=False)
-        self.storage = self.factory(self.rec, self.base_dir)
-        if self.storage is None:  # a factory that returns nothing: no storage to judge
-            from ._usertarget import BadTarget
+        from ._usertarget import a_storage
 
-            raise BadTarget("the storage factory returned None, not a storage")
+        self.storage = a_storage(self.factory(self.rec, self.base_dir), "the storage factory")
         self.session = Session(self.storage, self.rec, self.base_dir)
 
     @property

@@ -36,6 +36,7 @@ __all__ = [
     "ProtocolRunner",
     "Runner",
     "TargetTimeout",
+    "a_storage",
     "interception_available",
     "load_factory",
     "make_runner",
@@ -48,6 +49,15 @@ T = TypeVar("T")
 class BadTarget(Exception):
     """The target cannot be judged (import error, missing attribute, wrong signature,
     a call that raises on a clean run, a save that writes nothing). One line."""
+
+
+def a_storage(built: T | None, who: str) -> T:
+    """``built``, what ``who`` (a factory, named for the message) returned; BadTarget when
+    that is None: a factory that returns nothing has no storage to judge (every load
+    would fail, which is no finding of the storage's)."""
+    if built is None:
+        raise BadTarget(f"{who} returned None, not a storage (does the factory return it?)")
+    return built
 
 
 class TargetTimeout(BaseException):
