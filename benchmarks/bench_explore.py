@@ -17,6 +17,12 @@ Everything is measured in one process and one run (the peak RSS in a child proce
   possible where explore dedupes per file); beside it, the floor as issue 11 words it
   (read + ``json.loads`` + the reference ``decode`` of the parsed document), printed
   for comparison only;
+* **lower bound**: the storage scenarios' workloads run once each through the target
+  on a plain memory filesystem (nothing recorded, no crash state, no check; each call
+  straight to the storage, a refusal swallowed): the cost any harness pays to run the
+  code under test at all, so explore/floor can never be below (workload alone)/floor;
+  beside it, the same plus one load through the target of every session in every
+  distinct crash state (a reboot of each, as a harness without a load memo would);
 * **big**: a workload of ``--saves`` saves of a 1,000-message state (about 100 KB)
   under power-loss: distinct states per second and its own floor ratio;
 * **codec**: ``decode_bytes`` of the 1,000-message state (about 140 KB) against
@@ -45,6 +51,7 @@ the 1,000-message workload under power-loss). Figures are printed, never asserte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import resource
@@ -53,11 +60,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
-from crashpoint.core import decode, decode_bytes, encode_bytes, peek_schema_version
-from crashpoint.faultfs import MODELS, CrashState, crash_points
+from crashpoint.core import AgentState, decode, decode_bytes, encode_bytes, peek_schema_version
+from crashpoint.faultfs import MODELS, CrashState, MemoryFileSystem, crash_points
 from crashpoint.scenarios import SCENARIOS, TARGETS, Workload, explore, record
 from crashpoint.scenarios._catalogue import assistant, build_state, user
+from crashpoint.scenarios._explore import _ROOT_DIRS
 from crashpoint.scenarios._workload import BASE_DIR, Session
 
 BIG_MESSAGES = 1000
@@ -132,21 +141,104 @@ def floor_seconds(
     return time.perf_counter() - t0
 
 
+class _BareSession(Session):
+    """A session that only runs the storage: each call goes straight to it, any
+    exception it raises is swallowed (as :class:`Session` does), nothing is recorded
+    and nothing expected is computed."""
+
+    def save(self, state: AgentState) -> bool:
+        return self._bare(lambda: self.storage.save(state)) is not _FAILED
+
+    def load(self, session_id: str) -> AgentState | None:
+        found = self._bare(lambda: self.storage.load(session_id))
+        return None if found is _FAILED else found
+
+    def load_or_create(self, session_id: str, initial_metadata: Any = None) -> AgentState | None:
+        found = self._bare(lambda: self.storage.load_or_create(session_id, initial_metadata))
+        return None if found is _FAILED else found
+
+    def delete(self, session_id: str) -> bool:
+        return self._bare(lambda: self.storage.delete(session_id)) is not _FAILED
+
+    def mark_not_resumable(self, session_id: str) -> bool:
+        return self._bare(lambda: self.storage.mark_not_resumable(session_id)) is not _FAILED
+
+    @staticmethod
+    def _bare(call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except Exception:
+            return _FAILED
+
+
+_FAILED = object()
+
+
+def run_alone(workload: Workload) -> MemoryFileSystem:
+    """Run ``workload`` once through the reference target on a plain memory filesystem
+    (its setup first): no recording, no crash state. Returns the filesystem after it."""
+    fs = MemoryFileSystem(dirs=_ROOT_DIRS)
+    if workload.setup is not None:
+        dict(workload.setup(fs, BASE_DIR))
+    fs = MemoryFileSystem(fs.crash_state())
+    workload.run(_BareSession(TARGETS["reference"](fs, BASE_DIR), fs, BASE_DIR))
+    return fs
+
+
+def workload_alone_seconds(workloads: Sequence[Workload]) -> float:
+    """Wall seconds of :func:`run_alone` of each workload."""
+    t0 = time.perf_counter()
+    for workload in workloads:
+        run_alone(workload)
+    return time.perf_counter() - t0
+
+
+def reboot_seconds(jobs: Sequence[tuple[list[CrashState], list[str]]]) -> float:
+    """Wall seconds of one load through the reference target of every session in every
+    distinct crash state, each state on a fresh memory filesystem (errors swallowed)."""
+    target = TARGETS["reference"]
+    t0 = time.perf_counter()
+    for states, sessions in jobs:
+        for state in states:
+            storage = target(MemoryFileSystem(state), BASE_DIR)
+            for sid in sessions:
+                with contextlib.suppress(Exception):
+                    storage.load(sid)
+    return time.perf_counter() - t0
+
+
 def explore_seconds(workloads: Sequence[Workload], model_name: str) -> tuple[float, int]:
     t0 = time.perf_counter()
     results = [explore(w, model=model_name, target="reference") for w in workloads]
     return time.perf_counter() - t0, sum(r.distinct_states for r in results)
 
 
-def one_run(workloads: Sequence[Workload], model_name: str) -> tuple[float, float, int, float]:
-    """(explore seconds, floor seconds, distinct states, the issue's floor seconds) in
-    one run."""
+class Run(NamedTuple):
+    """One run's wall seconds (and its distinct-state count)."""
+
+    explore: float
+    floor: float  # read + decode_bytes
+    distinct: int
+    worded: float  # the floor as issue 11 words it: read + json.loads + decode
+    alone: float  # the workloads alone (the lower bound)
+    reboots: float  # a load through the target of each session in each distinct state
+
+
+def one_run(workloads: Sequence[Workload], model_name: str) -> Run:
+    """Explore, its floors and its lower bound, in one run."""
     seconds, distinct = explore_seconds(workloads, model_name)
     jobs = [distinct_states(w, model_name) for w in workloads]
     n_floor = sum(len(s) for s, _ in jobs)
     if n_floor != distinct:
         print(f"  note: explore counted {distinct} distinct states, the floor {n_floor}")
-    return seconds, floor_seconds(jobs), distinct, floor_seconds(jobs, _parse_and_decode)
+    return Run(
+        seconds,
+        floor_seconds(jobs),
+        distinct,
+        floor_seconds(jobs, _parse_and_decode),
+        workload_alone_seconds(workloads),
+        reboot_seconds(jobs),
+    )
 
 
 def spread(values: Sequence[float], fmt: str = "{:.0f}") -> str:
@@ -208,9 +300,7 @@ def cli_walls(argv: Sequence[str], repeat: int) -> list[float]:
     return walls
 
 
-def repeated(
-    fn: Callable[[], tuple[float, float, int, float]], repeat: int
-) -> list[tuple[float, float, int, float]]:
+def repeated(fn: Callable[[], Run], repeat: int) -> list[Run]:
     return [fn() for _ in range(repeat)]
 
 
@@ -241,22 +331,38 @@ def main() -> None:
         f"{'explore/(json.loads+decode)':>28}"
     )
     headline: dict[str, tuple[float, float]] = {}
+    bounds: list[Run] = []
     for name in [] if args.skip_storage else list(MODELS):
         runs = repeated(lambda name=name: one_run(workloads, name), args.repeat)  # type: ignore[misc]
-        rates = [d / e for e, _f, d, _g in runs]
-        ratios = [e / f for e, f, _d, _g in runs]
-        worded = [e / g for e, _f, _d, g in runs]
+        bounds += runs
+        rates = [r.distinct / r.explore for r in runs]
+        ratios = [r.explore / r.floor for r in runs]
+        worded = [r.explore / r.worded for r in runs]
         headline[name] = (statistics.median(rates), statistics.median(ratios))
         print(
-            f"{name:20} {runs[0][2]:9d} {spread(rates):>28} {spread(ratios, '{:.2f}'):>26} "
-            f"{spread(worded, '{:.2f}'):>28}"
+            f"{name:20} {runs[0].distinct:9d} {spread(rates):>28} "
+            f"{spread(ratios, '{:.2f}'):>26} {spread(worded, '{:.2f}'):>28}"
+        )
+    if bounds:
+        # Per run, against that run's floors (the workloads alone do not depend on the
+        # model; the reboots do, through the distinct states).
+        alone = [r.alone / r.floor for r in bounds]
+        alone_w = [r.alone / r.worded for r in bounds]
+        both = [(r.alone + r.reboots) / r.floor for r in bounds]
+        both_w = [(r.alone + r.reboots) / r.worded for r in bounds]
+        print(
+            f"lower bound, every model: workloads alone / floor {spread(alone, '{:.2f}')}, "
+            f"/ (json.loads+decode) {spread(alone_w, '{:.2f}')}; with a reboot of each "
+            f"distinct state / floor {spread(both, '{:.2f}')}, / (json.loads+decode) "
+            f"{spread(both_w, '{:.2f}')}"
         )
     big = big_workload(args.saves)
     runs = repeated(lambda: one_run([big], "power-loss"), args.repeat)
-    big_rates = [d / e for e, _f, d, _g in runs]
-    big_ratios = [e / f for e, f, _d, _g in runs]
+    big_rates = [r.distinct / r.explore for r in runs]
+    big_ratios = [r.explore / r.floor for r in runs]
     print(
-        f"big ({args.saves} saves of {BIG_MESSAGES} messages, power-loss): {runs[0][2]} states, "
+        f"big ({args.saves} saves of {BIG_MESSAGES} messages, power-loss): "
+        f"{runs[0].distinct} states, "
         f"states/s {spread(big_rates)}, explore/floor {spread(big_ratios, '{:.2f}')}"
     )
     for name, codec in codec_ratios(args.repeat).items():

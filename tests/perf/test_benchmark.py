@@ -1,0 +1,67 @@
+"""Issue 11's benchmark measures what it says: its lower bound runs the same work as
+explore's recording, and its output keeps the issue's last line. Figures are never
+asserted (they are the benchmark's to print)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+from crashpoint.faultfs import MODELS, crash_points
+from crashpoint.scenarios import TARGETS, record
+
+BENCH = pathlib.Path(__file__).parents[2] / "benchmarks" / "bench_explore.py"
+# one repeat of each figure, the big workloads one save: the output, not the figures
+SMALL = ["--repeat", "1", "--saves", "1", "--rss-saves", "1", "--rss-repeat", "1", "--skip-cli"]
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_explore", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_lower_bound_leaves_the_disk_the_recorded_run_leaves(bench: ModuleType) -> None:
+    # The workloads alone must do the work explore records, or the bound flatters:
+    # each storage scenario ends on the same files and directories as its recording.
+    workloads = bench.storage_workloads()
+    assert len(workloads) >= 20
+    writing = 0  # the scenarios whose run changes the disk (the others only load)
+    for workload in workloads:
+        rec = record(workload, TARGETS["reference"])
+        *_, end = crash_points(MODELS["process-crash"], rec.initial, rec.ops)
+        (recorded,) = end.states
+        alone = bench.run_alone(workload).crash_state()
+        assert alone == recorded, workload.name
+        writing += recorded != rec.initial
+    assert writing >= 15
+
+
+def test_the_benchmark_runs_and_ends_with_the_issue_line(tmp_path: pathlib.Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), *SMALL],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    lines = out.strip().splitlines()
+    number = r"[0-9]+(\.[0-9]+)?"
+    assert re.fullmatch(
+        rf"states/s={number} floor_ratio={number} big_states/s={number} peak_rss_mib={number}",
+        lines[-1],
+    ), lines[-1]
+    bound = [line for line in lines if line.startswith("lower bound, every model:")]
+    assert len(bound) == 1, out
+    assert len(re.findall(r"/ floor [0-9.]+ \(min", bound[0])) == 2, bound[0]
+    for model in MODELS:
+        assert any(line.startswith(model + " ") for line in lines), model
