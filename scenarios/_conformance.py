@@ -37,6 +37,7 @@ from ..faultfs import (
     Fault,
     FileSystem,
     MemoryFileSystem,
+    Op,
     PersistenceModel,
     RecordingFileSystem,
     makedirs,
@@ -548,21 +549,35 @@ def _preflight(target: Target, runner: Runner, spec: str) -> None:
             )
 
 
-def refuse_silent_saves(calls: Sequence[Any], target: Target) -> None:
-    """No false green: a user's target (not a registered one) whose save returned
-    without a single mutating file operation is refused with
-    :class:`~crashpoint.scenarios._usertarget.BadTarget` ("save returned but no file
-    operation was recorded: ..."): its storage ignores the filesystem it was given."""
+def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] = ()) -> None:
+    """No false green: a user's target (not a registered one) is refused with
+    :class:`~crashpoint.scenarios._usertarget.BadTarget` when, in a crash-free run
+    with no fault injected, a save returned without a single mutating file operation
+    ("save returned but no file operation was recorded: ...": its storage ignores the
+    filesystem it was given) or raised ``state_save_failed`` though none of its
+    operations in ``ops`` (the run's trace) failed ("save raised state_save_failed on
+    a clean run: ..."; SPEC.md §5: a failed write, rename, delete or sync makes save
+    fail). A store that never acknowledges a save breaks no invariant (nothing
+    acknowledged is ever lost) and would pass."""
     from ._targets import MUTANTS, TARGETS
 
     name = target.name
     if TARGETS.get(name) is target or MUTANTS.get(name.removeprefix("mutant:")) is target:
         return
     for call in calls:
-        if call.kind is CallKind.SAVE and call.error is None and call.end == call.begin:
+        if call.kind is not CallKind.SAVE:
+            continue
+        if call.error is None and call.end == call.begin:
             raise BadTarget(
                 f"save returned but no file operation was recorded: target {name!r} "
                 f"({call.label}) writes nowhere the harness can see (does it ignore fs?)"
+            )
+        if call.error == ErrorCode.STATE_SAVE_FAILED and all(
+            op.errno is None for op in ops[call.begin : call.end]
+        ):
+            raise BadTarget(
+                f"save raised state_save_failed on a clean run: target {name!r} "
+                f"({call.label}) failed though no file operation of it failed"
             )
 
 

@@ -383,7 +383,7 @@ def explore(
     recording = record(workload, target)
     from ._conformance import refuse_silent_saves
 
-    refuse_silent_saves(recording.calls, target)  # no false green for a user's target
+    refuse_silent_saves(recording.calls, target, recording.ops)  # no false green (user target)
     result = new_result(workload, model, target, wanted, operations=len(recording.ops))
     checker_run = Checker(workload, model, target, wanted)
     checker_run.check(recording, result, crash_point=crash_point, shard=shard)

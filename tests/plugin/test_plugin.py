@@ -12,10 +12,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from crashpoint.core import AgentState, FileStateStorage
+from crashpoint.core import AgentState, ErrorCode, FileStateStorage, Retryability, StateError
 from crashpoint.faultfs import POWER_LOSS
 from crashpoint.pytest_plugin import Explorer, _combine, parse_shard, shard_count
-from crashpoint.scenarios import SCENARIOS, Session, Workload
+from crashpoint.scenarios import SCENARIOS, Session, Workload, explore
+from crashpoint.scenarios._usertarget import BadTarget
 
 USER_TESTS = """
 import pytest
@@ -263,6 +264,26 @@ def test_explorer_accepts_a_factory_and_a_catalogue_workload() -> None:
     catalogued = explorer.explore(SCENARIOS["delete"], target="mutant:delete-main-first")
     assert catalogued.violations[0].replay.startswith("crashpoint explore --scenario delete")
     assert explorer.properties()["explorations"] == 2
+
+
+class _NeverSaves(FileStateStorage):
+    """Refuses every save on a healthy disk: nothing is ever acknowledged, so no
+    invariant can fail; without the refusal this store would pass."""
+
+    def save(self, state: AgentState) -> None:
+        raise StateError(
+            ErrorCode.STATE_SAVE_FAILED, "disk busy", retryability=Retryability.CONDITIONAL
+        )
+
+
+def test_a_store_whose_save_fails_on_a_clean_run_is_refused_not_passed() -> None:
+    with pytest.raises(BadTarget, match=r"save raised state_save_failed on a clean run.*save#0"):
+        Explorer().explore(SCENARIOS["three-saves"], target=_NeverSaves, model="power-loss")
+    with pytest.raises(BadTarget, match="save raised state_save_failed on a clean run"):
+        explore(SCENARIOS["first-save"], target=_NeverSaves)
+    # the registered targets are the harness's own: a mutant that fails a save is judged
+    result = explore(SCENARIOS["hostile-session-ids"], target="mutant:unsanitized-session-id")
+    assert result.violations
 
 
 def test_explorer_merges_several_models_into_one_result() -> None:
