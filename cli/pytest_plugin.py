@@ -473,7 +473,9 @@ class Explorer:
         **options: Any,
     ) -> ExplorationResult:
         """:meth:`explore`, then fail the test with the minimal counterexample (the
-        model, crash point, crash state, what load gave and a replay) if any."""
+        model, crash point, crash state, what load gave and a replay) if any; fail it
+        too when nothing was verified (a replay that examined no crash point; a
+        workload that judged no session: it made no storage call)."""
         __tracebackhide__ = True
         result = self.explore(workload, **options)
         if not result.crash_points:
@@ -500,6 +502,10 @@ class Explorer:
                 f"{result.distinct_states} distinct crash states explored\n{v.render()}{tail}",
                 pytrace=False,
             )
+        if result.sessions == 0:
+            from .scenarios._explore import NO_SESSION
+
+            pytest.fail(f"crashpoint: {NO_SESSION}", pytrace=False)
         return result
 
     def properties(self) -> dict[str, object]:

@@ -144,6 +144,12 @@ def render_files(crash_state: Mapping[str, str], indent: str = "    ") -> str:
     return "\n".join(f"{indent}{name}: {what}" for name, what in crash_state.items())
 
 
+NO_SESSION = (
+    "the workload made no storage call and its setup wrote no session: no load was "
+    "judged, nothing about the storage was verified"
+)
+
+
 @dataclass(slots=True)
 class ExplorationResult:
     """What exploring one workload under one model found.
@@ -164,6 +170,9 @@ class ExplorationResult:
         check_seconds: time spent rebooting, loading and judging crash states.
         faults: faulted re-runs explored (0: crashes only).
         state_ids: identities of the distinct crash states (to merge split runs).
+        sessions: sessions judged, when known (:func:`explore` sets it: those the
+            setup wrote and those the workload's storage calls named); 0 means no
+            load was judged at all, so nothing about the storage was verified.
     """
 
     def merge(self, other: ExplorationResult) -> None:
@@ -178,6 +187,8 @@ class ExplorationResult:
         self.violations = sorted([*self.violations, *other.violations], key=violation_order)
         self.seconds += other.seconds
         self.check_seconds += other.check_seconds
+        if other.sessions is not None:
+            self.sessions = max(self.sessions or 0, other.sessions)
 
     scenario: str
     model: str
@@ -193,6 +204,7 @@ class ExplorationResult:
     check_seconds: float = 0.0
     faults: int = 0
     state_ids: set[str] = field(default_factory=set, repr=False)
+    sessions: int | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -214,7 +226,8 @@ class ExplorationResult:
     def assert_no_violations(self) -> None:
         """Raise ``AssertionError`` carrying the most severe, minimal counterexample, if
         any; or saying so when nothing was verified: no crash point examined (a crash
-        point no run has, an empty shard) or no invariant checked."""
+        point no run has, an empty shard), no invariant checked, or no session judged
+        (the workload made no storage call)."""
         if self.violations:
             more = len(self.violations) - 1
             tail = f"\n  (and {more} more violation(s))" if more else ""
@@ -228,6 +241,8 @@ class ExplorationResult:
             )
         if not self.invariants:
             raise AssertionError(f"{self.scenario}: no invariant was checked: nothing verified")
+        if self.sessions == 0:
+            raise AssertionError(f"{self.scenario}: {NO_SESSION}")
 
 
 @dataclass(slots=True)
@@ -388,6 +403,7 @@ def explore(
     checker_run = Checker(workload, model, target, wanted)
     checker_run.check(recording, result, crash_point=crash_point, shard=shard)
     checker_run.finish(result)
+    result.sessions = len(recording.sessions)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -286,6 +286,25 @@ def test_a_store_whose_save_fails_on_a_clean_run_is_refused_not_passed() -> None
     assert result.violations
 
 
+def _no_storage_call(s: Session) -> None:
+    s.storage.exists("s1")  # past the session: no call is recorded, no session named
+
+
+def test_a_workload_that_judges_no_session_is_not_a_pass() -> None:
+    result = explore(Workload("idle", "", _no_storage_call))
+    assert result.crash_points == 1 and not result.violations and result.sessions == 0
+    with pytest.raises(AssertionError, match=r"made no storage call.*nothing about the storage"):
+        result.assert_no_violations()
+    with pytest.raises(pytest.fail.Exception, match="made no storage call"):
+        Explorer().check(_no_storage_call)
+    # a workload that only loads what its setup wrote judges that session: a pass
+    loads = explore(SCENARIOS["future-main"])
+    assert loads.sessions == 1 and not loads.operations
+    loads.assert_no_violations()
+    merged = Explorer(models="all").check(two_sessions)
+    assert merged.sessions == 2
+
+
 def test_explorer_merges_several_models_into_one_result() -> None:
     result = Explorer(models="all").explore(Workload("w", "", two_sessions))
     assert result.model == "process-crash,power-loss,power-loss-reorder"
