@@ -27,6 +27,7 @@ from ._options import (
     parse_models,
     parse_shard,
     prepare_out,
+    print_to_stdout,
     stop_on_signals,
 )
 
@@ -448,16 +449,6 @@ def _write_reports(
     return paths
 
 
-def _print(console: Console, fn: Callable[[], None]) -> None:
-    """Print, surviving a closed pipe (``crashpoint explore | head``)."""
-    try:
-        fn()
-        sys.stdout.flush()
-    except (BrokenPipeError, SystemExit):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
 def _list(console: Console) -> int:
     from .faultfs import MODELS
     from .scenarios import MUTANTS, SCENARIOS, TARGETS
@@ -480,7 +471,7 @@ def _list(console: Console) -> int:
         for name in ("SPEC.md", "FAULT-MODEL.md"):
             console.print(f"  {name:30} {docs_path(name)}", markup=False)
 
-    _print(console, show)
+    print_to_stdout(show)
     return EXIT_OK
 
 
@@ -563,7 +554,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
                     console.print(v.render(), markup=False)
         console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}")
 
-    _print(console, show)
+    print_to_stdout(show)
     return code
 
 
@@ -593,5 +584,5 @@ def _zoo(
         print_zoo(zoo, console)
         console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}")
 
-    _print(console, show)
+    print_to_stdout(show)
     return EXIT_OK if zoo["ok"] else EXIT_VIOLATION

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import int_option, prepare_out
+from ._options import int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_explain_parser", "run_explain"]
 
@@ -194,8 +194,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise ExplainUsageError(f"cannot write the reports to {out!r}: {exc}") from None
     from .reports._explain_md import explain_summary
 
-    console.print(explain_summary(report), markup=False, highlight=False, emoji=False)
-    console.print(f"reports: {', '.join(paths)}", markup=False, emoji=False)
-    if args.emit_test is not None:
-        console.print(f"emitted test: {args.emit_test}", markup=False, emoji=False)
+    def show() -> None:  # the reports are written: a closed stdout loses nothing
+        console.print(explain_summary(report), markup=False, highlight=False, emoji=False)
+        console.print(f"reports: {', '.join(paths)}", markup=False, emoji=False)
+        if args.emit_test is not None:
+            console.print(f"emitted test: {args.emit_test}", markup=False, emoji=False)
+
+    print_to_stdout(show)
     return EXIT_AT_FAULT if ex.exit_code else EXIT_OK

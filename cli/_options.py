@@ -88,6 +88,19 @@ def discard_out(path: str) -> None:
             os.rmdir(made)
 
 
+def print_to_stdout(fn: Callable[[], None]) -> None:
+    """Run ``fn`` (it prints to standard output), surviving a closed pipe
+    (``crashpoint explore | head``): the rest of the output is dropped, the run's exit
+    code and reports stand (rich answers a broken pipe with ``SystemExit(1)``, which
+    would otherwise read as the target's)."""
+    try:
+        fn()
+        sys.stdout.flush()
+    except (BrokenPipeError, SystemExit):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def _why_unwritable(path: str) -> str:
     try:
         read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import int_option, prepare_out
+from ._options import int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_verify_parser", "run_verify"]
 
@@ -364,54 +364,58 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         write_html(report, paths[2], _html_details(report, factory, args, result.values))
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
-    print_summary(report, console)
-    if args.crash_point is not None:
-        for c in result.counterexamples:
-            console.print(c.render(), markup=False)
-    if result.incomplete:
-        console.print(
-            "verdict incomplete: calls the model cannot represent: "
-            + ", ".join(result.unsupported),
-            markup=False,
-        )
-    if result.warnings or result.leftovers:
-        console.print(
-            f"warnings: {len(result.warnings)} (A5); crash states with leftover files: "
-            f"{result.leftovers}",
-            markup=False,
-        )
-    for original, smaller in result.shrunk.items():
-        console.print(f"shrunk: {original} -> {smaller}", markup=False)
-    if known is not None:
-        console.print(
-            f"baseline {args.baseline}: {len(new)} new finding(s)"
-            + (f": {'; '.join(new)}" if new else ""),
-            markup=False,
-        )
-        this = args.target or args.exec
-        if baseline_target is not None and this and _factory(baseline_target) != _factory(this):
-            # a report of another target: its findings may hide this one's (same workload,
-            # model and invariant); said, not refused (a renamed factory is the same store)
+
+    def show() -> None:  # the reports are written: a closed stdout loses nothing
+        print_summary(report, console)
+        if args.crash_point is not None:
+            for c in result.counterexamples:
+                console.print(c.render(), markup=False)
+        if result.incomplete:
             console.print(
-                f"baseline {args.baseline} is a report of target {baseline_target!r}, "
-                f"not of {this!r}: its known findings are hidden here too",
+                "verdict incomplete: calls the model cannot represent: "
+                + ", ".join(result.unsupported),
                 markup=False,
             )
-    console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}", markup=False)
-    if exec_facts is not None:
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))
-        kinds = f" ({kinds})" if kinds else ""
-        console.print(
-            f"exec: {exec_facts.processes} processes{kinds}; ignored by rule "
-            f"({exec_facts.ignored_rule}): {len(exec_facts.ignored)} path(s)",
-            markup=False,
-        )
-        for note in exec_facts.untargeted:
-            console.print(f"not injected: {note}", markup=False)
-    for check in result.failed_checks:
-        console.print(
-            f"conformance {check['id']} failed: {check['check']}: {check['why']}", markup=False
-        )
+        if result.warnings or result.leftovers:
+            console.print(
+                f"warnings: {len(result.warnings)} (A5); crash states with leftover files: "
+                f"{result.leftovers}",
+                markup=False,
+            )
+        for original, smaller in result.shrunk.items():
+            console.print(f"shrunk: {original} -> {smaller}", markup=False)
+        if known is not None:
+            console.print(
+                f"baseline {args.baseline}: {len(new)} new finding(s)"
+                + (f": {'; '.join(new)}" if new else ""),
+                markup=False,
+            )
+            this = args.target or args.exec
+            if baseline_target is not None and this and _factory(baseline_target) != _factory(this):
+                # a report of another target: its findings may hide this one's (same workload,
+                # model and invariant); said, not refused (a renamed factory is the same store)
+                console.print(
+                    f"baseline {args.baseline} is a report of target {baseline_target!r}, "
+                    f"not of {this!r}: its known findings are hidden here too",
+                    markup=False,
+                )
+        console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}", markup=False)
+        if exec_facts is not None:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))
+            kinds = f" ({kinds})" if kinds else ""
+            console.print(
+                f"exec: {exec_facts.processes} processes{kinds}; ignored by rule "
+                f"({exec_facts.ignored_rule}): {len(exec_facts.ignored)} path(s)",
+                markup=False,
+            )
+            for note in exec_facts.untargeted:
+                console.print(f"not injected: {note}", markup=False)
+        for check in result.failed_checks:
+            console.print(
+                f"conformance {check['id']} failed: {check['check']}: {check['why']}", markup=False
+            )
+
+    print_to_stdout(show)
     if result.incomplete or result.failed_checks:
         return EXIT_VIOLATION
     if known is not None:

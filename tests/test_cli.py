@@ -166,24 +166,42 @@ def test_fault_counterexample_names_the_fault(tmp_path: pathlib.Path) -> None:
     assert ce["fault"] and f"--fault {ce['fault']}" in ce["replay"]
 
 
-def test_a_closed_pipe_keeps_the_exit_code() -> None:
+_REPO = pathlib.Path(__file__).parent.parent
+_STORE = f"{_REPO}/examples/stores/jsonstore.py:InPlaceJsonStore"
+_EVIDENCE = f"{_REPO}/examples/field-reports/zero-length-main"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["explore", "--scenario", "first-save"], 0),
+        # a real finding (exit 1); rich's SystemExit on the closed pipe once read as the
+        # target's (exit 2, the reports discarded)
+        (["verify", _STORE, "--workload", "ten-saves"], 1),
+        (["explain", "--target", "reference", _EVIDENCE, "--model", "process-crash"], 0),
+    ],
+    ids=["explore", "verify", "explain"],
+)
+def test_a_closed_pipe_keeps_the_exit_code_and_the_reports(
+    argv: list[str], code: int, tmp_path: pathlib.Path
+) -> None:
     import subprocess
     import sys
 
-    script = (
-        "import sys; from crashpoint._cli import main; "
-        "sys.exit(main(['explore', '--scenario', 'first-save', '--out', sys.argv[1]]))"
+    out = tmp_path / "out"
+    script = "import sys; from crashpoint._cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *argv, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", script, out], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        assert proc.stdout is not None
-        proc.stdout.close()  # like `| head -0`
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+    assert proc.stdout is not None
+    proc.stdout.close()  # like `| head -0`
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == code, err
+    assert "raised" not in err, err
+    assert (out / "report.json").is_file() and (out / "report.html").is_file()
 
 
 def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
