@@ -191,6 +191,9 @@ def test_document_zero_length_main(
     assert "SPEC.md §10" in report["invariants"][0]["spec"]
     code, report, _ = explain(capsys, tmp_path / "f", ZERO / "document", "--target", fixed)
     assert code == 0 and report["reachable"] is False
+    # unexplained, and a document's loaded value is not judged (what was saved is
+    # unknown): the verdict does not vouch for the load
+    assert not report["read_findings"] and "handles it" not in report["verdict"]
     assert run_emitted(emitted, None, monkeypatch)
     assert run_emitted(emitted, fixed, monkeypatch) == []
 
