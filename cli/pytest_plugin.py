@@ -19,7 +19,7 @@ Fixtures:
   kind=...)`` judges your own storage (``crashpoint verify`` from Python, issue 8) and
   returns a :class:`~crashpoint.scenarios._verify.VerifyResult`; ``check(...)`` also
   fails the test with the most severe counterexample. Honours ``--crashpoint-model``,
-  ``--crashpoint-faults`` and the item's shard.
+  ``--crashpoint-faults``, ``--crashpoint-crash-point`` and the item's shard.
 
 Marker ``@pytest.mark.crashpoint(shards="auto")`` makes one item per shard: with
 pytest-xdist (``-n N``) one per worker, so a large exploration spreads over the
@@ -281,13 +281,14 @@ def crashpoint_verify(
     request: pytest.FixtureRequest, crashpoint_shard: tuple[int, int] | None
 ) -> Iterator[Verifier]:
     """A :class:`Verifier` bound to this test (``--crashpoint-model``,
-    ``--crashpoint-faults``, the item's shard); its verdicts become the test's
-    ``crashpoint_*`` user properties."""
+    ``--crashpoint-faults``, ``--crashpoint-crash-point``, the item's shard); its
+    verdicts become the test's ``crashpoint_*`` user properties."""
     verifier = Verifier(
         request.node.nodeid,
         model=request.config.getoption("crashpoint_model"),
         faults=bool(request.config.getoption("crashpoint_faults")),
         shard=crashpoint_shard,
+        crash_point=_crash_point_option(request.config),
     )
     yield verifier
     if verifier.results:
@@ -303,6 +304,7 @@ class Verifier:
         model: ``"all"``, a model name or comma-separated names.
         faults: arm every fault at every operation.
         shard: ``(K, N)``: only that slice of each crash-state space.
+        crash_point: only crash point K of each run (a replay); None for every one.
 
     Example::
 
@@ -317,21 +319,25 @@ class Verifier:
         model: str = _DEFAULT_MODEL,
         faults: bool = False,
         shard: tuple[int, int] | None = None,
+        crash_point: int | None = None,
     ) -> None:
         self.nodeid = nodeid
         self.model = model
         self.faults = faults
         self.shard = shard
+        self.crash_point = crash_point
         self.results: list[Any] = []
 
     def verify(self, factory: Callable[..., Any], **options: Any) -> Any:
-        """``crashpoint.verify(factory, **options)`` with this item's model, faults and
-        shard unless given. Raises BadTarget (e.g. a save that writes nothing)."""
+        """``crashpoint.verify(factory, **options)`` with this item's model, faults,
+        shard and crash point unless given. Raises BadTarget (e.g. a save that writes
+        nothing)."""
         from .scenarios._verify import verify
 
         options.setdefault("model", self.model)
         options.setdefault("faults", self.faults)
         options.setdefault("shard", self.shard)
+        options.setdefault("crash_point", self.crash_point)
         result = verify(factory, **options)
         self.results.append(result)
         return result

@@ -129,3 +129,17 @@ def test_one_shard(crashpoint_verify):
     result.stdout.fnmatch_lines(["*nothing was verified*"])
     assert outcomes.get("skipped") == 1  # first-save's few states leave shard 64/64 empty
     result.stdout.fnmatch_lines(["*no crash state in shard 64/64*"])
+
+
+def test_crash_point_option_replays_one_crash_point_of_the_verify_fixture(
+    user_tests: pytest.Pytester,
+) -> None:
+    # the in-place store's A1 lies at crash point 1 (created, not yet written)
+    run = ("-p", "no:cacheprovider", "-k", "in_place", "--crashpoint-crash-point")
+    result = user_tests.runpytest(*run, "1")
+    result.assert_outcomes(failed=1)
+    assert "A1 (atomic)" in result.stdout.str() and "crash point 1:" in result.stdout.str()
+    user_tests.runpytest(*run, "0").assert_outcomes(passed=1)  # the empty disk loads
+    result = user_tests.runpytest(*run, "99")  # a point no run has verifies nothing
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*nothing was verified*"])
