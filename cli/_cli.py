@@ -24,6 +24,7 @@ from ._options import (
     Terminated,
     cap_jobs,
     glue_dash_values,
+    open_closed_streams,
     parse_models,
     parse_shard,
     prepare_out,
@@ -242,6 +243,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    open_closed_streams()
     # Logs and CI are not terminals: give tables room rather than rich's 80 columns.
     # No emoji codes: ":name:" in a session id or a path is printed as written (and rich
     # then never loads its emoji table).

@@ -88,6 +88,22 @@ def discard_out(path: str) -> None:
             os.rmdir(made)
 
 
+def open_closed_streams() -> None:
+    """Give a standard stream closed by the caller (``>&-``, ``2>&-``) ``/dev/null``:
+    its file descriptor is then never reused by a report file (a print would land in
+    it), and what is printed to it is dropped, not a traceback."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:  # Python found it closed at start
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+
+
 def print_to_stdout(fn: Callable[[], None]) -> None:
     """Run ``fn`` (it prints to standard output), surviving a closed pipe
     (``crashpoint explore | head``): the rest of the output is dropped, the run's exit

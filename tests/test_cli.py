@@ -204,6 +204,29 @@ def test_a_closed_pipe_keeps_the_exit_code_and_the_reports(
     assert (out / "report.json").is_file() and (out / "report.html").is_file()
 
 
+@pytest.mark.parametrize("closed", [">&-", "2>&-", "<&-"])
+def test_a_closed_standard_stream_is_no_traceback_and_the_reports_stand(
+    closed: str, tmp_path: pathlib.Path
+) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    script = "import sys; from crashpoint._cli import main; sys.exit(main(sys.argv[1:]))"
+    command = f'"$0" -c "$1" explore --scenario first-save --out "$2" {closed}'
+    proc = subprocess.run(
+        ["sh", "-c", command, sys.executable, script, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["totals"]["distinct_states"] > 0
+    assert (out / "report.html").is_file()
+
+
 def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     import crashpoint.scenarios._parallel as parallel
 
