@@ -395,13 +395,15 @@ def explore(
     started = time.perf_counter()
     model, target = resolve(model, target)
     wanted = _wanted(checker, faults=False)
-    recording = record(workload, target)
     from ._conformance import refuse_silent_saves
+    from ._usertarget import exits_refused
 
-    refuse_silent_saves(recording.calls, target, recording.ops)  # no false green (user target)
-    result = new_result(workload, model, target, wanted, operations=len(recording.ops))
-    checker_run = Checker(workload, model, target, wanted)
-    checker_run.check(recording, result, crash_point=crash_point, shard=shard)
+    with exits_refused():  # a target's os._exit must not end the run as a pass
+        recording = record(workload, target)
+        refuse_silent_saves(recording.calls, target, recording.ops)  # a user target's
+        result = new_result(workload, model, target, wanted, operations=len(recording.ops))
+        checker_run = Checker(workload, model, target, wanted)
+        checker_run.check(recording, result, crash_point=crash_point, shard=shard)
     checker_run.finish(result)
     result.sessions = len(recording.sessions)
     result.seconds = time.perf_counter() - started

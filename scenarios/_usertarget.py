@@ -25,8 +25,8 @@ import signal
 import sys
 import threading
 import types
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn, TypeVar
 
 from ..faultfs import FileSystem
 
@@ -35,8 +35,10 @@ __all__ = [
     "InterceptRunner",
     "ProtocolRunner",
     "Runner",
+    "TargetExit",
     "TargetTimeout",
     "a_storage",
+    "exits_refused",
     "interception_available",
     "load_factory",
     "make_runner",
@@ -74,8 +76,45 @@ class TargetTimeout(BaseException):
         return f"{self.call} did not return within --timeout {self.seconds:g} s"
 
 
+class TargetExit(BaseException):
+    """The target called ``os._exit`` (its process would end there, with no report:
+    with code 0 a run that judged nothing would read as a pass).
+
+    A ``BaseException`` so the target's own ``except Exception`` cannot swallow it."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(code)
+        self.code = code
+
+    def __str__(self) -> str:
+        return (
+            f"the target called os._exit({self.code!r}): a process exit inside the storage, "
+            "where nothing after it could be judged"
+        )
+
+
+@contextlib.contextmanager
+def exits_refused() -> Iterator[None]:
+    """While it runs, ``os._exit`` (and ``posix._exit``) raise :class:`TargetExit`
+    instead of ending the process (the harness runs the target in its own process;
+    ``sys.exit`` raises ``SystemExit`` already). Nested uses restore in turn."""
+    import posix
+
+    def refused(code: int) -> NoReturn:
+        raise TargetExit(code)
+
+    saved = os._exit, posix._exit
+    os._exit = posix._exit = refused
+    try:
+        yield
+    finally:
+        os._exit, posix._exit = saved
+
+
 def load_factory(spec: str) -> Callable[..., Any]:
-    """Import ``module:attr`` or ``path/file.py:attr`` and return the attribute.
+    """Import ``module:attr`` or ``path/file.py:attr`` and return the attribute. A
+    file's directory goes first on ``sys.path`` (as ``python file.py`` puts it), so
+    the modules beside it import; a module is imported from the current directory.
 
     Raises BadTarget naming the target and the reason."""
     module_part, sep, attr = spec.rpartition(":")
@@ -88,6 +127,9 @@ def load_factory(spec: str) -> Callable[..., Any]:
             path = os.path.abspath(module_part)
             if not os.path.isfile(path):
                 raise BadTarget(f"target {spec!r}: no such file {module_part!r}")
+            here = os.path.dirname(path)  # as `python file.py`: its siblings import
+            if here not in sys.path:
+                sys.path.insert(0, here)
             name = "crashpoint_target_" + os.path.splitext(os.path.basename(path))[0]
             loader_spec = importlib.util.spec_from_file_location(name, path)
             if loader_spec is None or loader_spec.loader is None:
@@ -204,17 +246,18 @@ class Runner(abc.ABC):
         from ..faultfs import MemoryFileSystem
 
         intercept = _intercept_function()
-        if intercept is None:
-            if self.requires_interception:
-                raise BadTarget(
-                    "intercepted targets (factory(base_dir)) need crashpoint.faultfs.intercept,"
-                    " which this installation lacks; give factory(fs, base_dir) instead"
+        if intercept is None and self.requires_interception:
+            raise BadTarget(
+                "intercepted targets (factory(base_dir)) need crashpoint.faultfs.intercept,"
+                " which this installation lacks; give factory(fs, base_dir) instead"
+            )
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(exits_refused())
+            if intercept is not None:
+                self._icpt = stack.enter_context(
+                    intercept(MemoryFileSystem(dirs=("/",)), root=self.base_dir, seed=self.seed)
                 )
-            return self
-        self._stack = contextlib.ExitStack()
-        self._icpt = self._stack.enter_context(
-            intercept(MemoryFileSystem(dirs=("/",)), root=self.base_dir, seed=self.seed)
-        )
+            self._stack = stack.pop_all()  # closed by __exit__
         return self
 
     def __exit__(self, *exc: object) -> None:

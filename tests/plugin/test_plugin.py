@@ -4,6 +4,7 @@ sharding over xdist workers."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -16,7 +17,7 @@ from crashpoint.core import AgentState, ErrorCode, FileStateStorage, Retryabilit
 from crashpoint.faultfs import POWER_LOSS
 from crashpoint.pytest_plugin import Explorer, _combine, parse_shard, shard_count
 from crashpoint.scenarios import SCENARIOS, Session, Workload, explore
-from crashpoint.scenarios._usertarget import BadTarget
+from crashpoint.scenarios._usertarget import BadTarget, TargetExit
 
 USER_TESTS = """
 import pytest
@@ -284,6 +285,19 @@ def test_a_store_whose_save_fails_on_a_clean_run_is_refused_not_passed() -> None
     # the registered targets are the harness's own: a mutant that fails a save is judged
     result = explore(SCENARIOS["hostile-session-ids"], target="mutant:unsanitized-session-id")
     assert result.violations
+
+
+class _ExitsAfterSaving(FileStateStorage):
+    def save(self, state: AgentState) -> None:
+        super().save(state)
+        os._exit(0)  # the test process would end here with code 0: a green run
+
+
+def test_a_store_that_calls_os_exit_raises_and_the_process_goes_on() -> None:
+    real = os._exit
+    with pytest.raises(TargetExit, match=r"os\._exit\(0\)"):
+        Explorer().explore(SCENARIOS["three-saves"], target=_ExitsAfterSaving)
+    assert os._exit is real  # restored
 
 
 def _no_storage_call(s: Session) -> None:

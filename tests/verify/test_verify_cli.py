@@ -255,6 +255,8 @@ def test_a_store_writing_outside_its_base_directory_is_s1(
         (f"{STORES}:raising_factory", "factory raised"),
         (f"{STORES}:RaisingSaveStore", "save() raised on a clean run"),
         (f"{STORES}:LoadRaisesStore", "load() raised after a clean save"),
+        (f"{STORES}:ExitingStore", "called os._exit(0)"),
+        (f"{STORES}:ExitingLoadStore", "called os._exit(0)"),
         ("nocolon", "expected package.module:factory"),
     ],
 )
@@ -267,6 +269,21 @@ def test_a_bad_target_is_one_line_and_exit_2(
     assert first.startswith("crashpoint: error: ") and reason in first
     assert target.rsplit(":", 1)[0].rsplit("/", 1)[-1] in first
     assert "Traceback" not in err
+
+
+def test_a_file_target_imports_the_modules_beside_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "sibling_store_impl.py").write_text(
+        (HERE / "stores.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (lib / "entry.py").write_text(
+        "from sibling_store_impl import _Base as Store\n", encoding="utf-8"
+    )
+    code, _, err = run(capsys, tmp_path, f"{lib / 'entry.py'}:Store", "--workload", "first-save")
+    assert code == 0, err
 
 
 def test_a_hanging_target_is_stopped_and_named(
