@@ -299,12 +299,20 @@ def _verify_parallel(
     """``verify`` split into one task per workload (every model in it, so its runs and
     observations are shared), run in ``jobs`` processes (each with its own
     interception) and merged in task order: the same report as ``jobs=1``. Errors
-    (BadTarget, TargetTimeout) propagate from the first task."""
+    (BadTarget, TargetTimeout) propagate from the first task; on any error or an
+    interrupt the workers are killed (a hung one too), not waited for."""
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+    from ._parallel import ignore_interrupts, stop_workers
+
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=ignore_interrupts)
+    try:
         futures = [pool.submit(_verify_task, spec, w, m, options) for w, m in tasks]
         parts = [f.result() for f in futures]
+    except BaseException:  # Ctrl-C, SIGTERM, a task's error: kill a hung worker, not wait
+        stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
     merged = parts[0]
     for part in parts[1:]:
         merged.results += part.results

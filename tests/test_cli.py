@@ -286,11 +286,24 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize(
     ("mode", "sig", "code", "line"),
     [
-        (["--model", "all", "--faults"], "SIGINT", 130, "interrupted"),
-        (["--zoo"], "SIGINT", 130, "interrupted"),
-        (["--model", "all", "--faults"], "SIGTERM", 143, "terminated"),
+        (["explore", "--model", "all", "--faults"], "SIGINT", 130, "interrupted"),
+        (["explore", "--zoo"], "SIGINT", 130, "interrupted"),
+        (["explore", "--model", "all", "--faults"], "SIGTERM", 143, "terminated"),
+        # workers that never return (no --timeout): killed, not waited for
+        (
+            ["verify", f"{_REPO}/tests/verify/stores.py:WorkerHangingStore"],
+            "SIGINT",
+            130,
+            "interrupted",
+        ),
+        (
+            ["verify", f"{_REPO}/tests/verify/stores.py:WorkerHangingStore"],
+            "SIGTERM",
+            143,
+            "terminated",
+        ),
     ],
-    ids=["faults", "zoo", "faults-sigterm"],
+    ids=["faults", "zoo", "faults-sigterm", "verify-hung-workers", "verify-hung-workers-sigterm"],
 )
 def test_ctrl_c_stops_the_workers_and_exits_130_promptly(
     mode: list[str], sig: str, code: int, line: str, tmp_path: pathlib.Path
@@ -303,7 +316,7 @@ def test_ctrl_c_stops_the_workers_and_exits_130_promptly(
 
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "crashpoint", "explore", *mode),
+            *(sys.executable, "-m", "crashpoint", *mode),
             *("--jobs", "2", "--out", str(tmp_path)),
         ],
         stdout=subprocess.PIPE,

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 from typing import Any
 
 from crashpoint.faultfs import FileSystem
@@ -24,6 +25,7 @@ __all__ = [
     "RaisingSaveStore",
     "SilentStore",
     "StrayReadStore",
+    "WorkerHangingStore",
 ]
 
 
@@ -101,6 +103,18 @@ class HangingStore(_Base):
     def save(self, value: Any) -> None:
         while True:
             pass
+
+
+class WorkerHangingStore(_Base):
+    """Saves durably in the command's own process (its clean first save passes), but
+    never returns in a ``--jobs`` worker: an interrupt must kill the workers."""
+
+    def save(self, value: Any) -> None:
+        import multiprocessing
+
+        while multiprocessing.parent_process() is not None:
+            time.sleep(0.05)
+        super().save(value)
 
 
 class LinkStore(_Base):
