@@ -370,7 +370,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if args.crash_point is not None:
             for c in result.counterexamples:
                 console.print(c.render(), markup=False)
-        if result.incomplete:
+        if result.unsupported and not result.counterexamples:  # else said above it
             console.print(
                 "verdict incomplete: calls the model cannot represent: "
                 + ", ".join(result.unsupported),

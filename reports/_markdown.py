@@ -71,10 +71,20 @@ def _verify_md(report: Mapping[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+UNCONFIRMED = (
+    "derived from a trace that lacks calls the model cannot represent, see the verdict: "
+    "they may not be reachable on a real disk"
+)
+"""What the violations of an incomplete verdict are (verify: ``report["incomplete"]``
+lists the calls): found, but not confirmed."""
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """A Markdown page for a report document built by ``build_report``."""
     t = report["totals"]
     verdict = "no violation" if t["violations"] == 0 else f"**{t['violations']} violation(s)**"
+    if t["violations"] and report.get("incomplete"):
+        verdict += f" ({UNCONFIRMED})"
     out = [
         f"# crashpoint report: target `{report['target']}`, model `{report['model']}`",
         "",

@@ -53,6 +53,16 @@ def print_summary(
             soft_wrap=True,
         )
     ce = report.get("counterexample")
+    if ce and counterexample and report.get("incomplete"):
+        from rich.markup import escape
+
+        console.print(
+            "[yellow]verdict incomplete: calls the model cannot represent: "
+            f"{escape(', '.join(report['incomplete']))}[/]; the violations below were derived "
+            "from a trace without them: they may not be reachable on a real disk",
+            highlight=False,
+            soft_wrap=True,
+        )
     if ce and counterexample:
         cp = ce["crash_point"]
         fault = f", injected fault {ce['fault']}" if ce.get("fault") else ""

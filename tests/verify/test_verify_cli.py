@@ -219,6 +219,22 @@ def test_an_unsupported_call_is_named_and_the_verdict_incomplete(
     assert rep["verdict"] == "incomplete" and "os.link" in rep["incomplete"]
     assert "os.link" in out
 
+    # The violations of an incomplete verdict lie in crash states derived from a trace
+    # that lacks the call (the link): said before the counterexample, and in report.md.
+    code, out, _ = run(capsys, tmp_path, f"{STORES}:LinkStore")
+    rep = report(tmp_path)
+    assert code == 1 and rep["verdict"] == "incomplete" and rep["counterexample"]
+    lines = out.splitlines()
+    said = next(i for i, line in enumerate(lines) if line.startswith("verdict incomplete:"))
+    first = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith(rep["counterexample"]["invariant"] + " (")
+    )
+    assert said < first and "may not be reachable" in lines[said]
+    assert sum(line.startswith("verdict incomplete:") for line in lines) == 1
+    assert "may not be reachable" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
 
 # --- acceptance 3: no false green, confinement, nothing real touched ---------------------------
 
