@@ -584,6 +584,12 @@ def _zoo(
 
     def show() -> None:
         print_zoo(zoo, console)
+        if args.scenario:  # a mutant the chosen scenarios never exercise is not killed
+            console.print(
+                f"--scenario: the zoo ran on {len(workloads)} scenario(s) of the catalogue; a "
+                "mutant shown as survived may only be left unexercised by them",
+                markup=False,
+            )
         console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}")
 
     print_to_stdout(show)

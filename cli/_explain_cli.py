@@ -131,6 +131,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         models = parse_models(args.model)
     except ValueError as exc:
         raise ExplainUsageError(str(exc)) from None
+    if args.session is not None and not args.session:
+        raise ExplainUsageError(
+            "--session: an empty session id (leave it out to take the id from the file names)"
+        )
     try:
         evidence = load_evidence(args.evidence)
     except EvidenceError as exc:

@@ -874,14 +874,23 @@ def _user_state_workload(spec: str) -> Any:
         return SCENARIOS[spec]
     if spec.startswith("gen:"):
         return generated_state_workload(spec)
-    from ._usertarget import load_factory
     from ._workload import Workload
 
     if ":" not in spec:
         known = ", ".join([*SCENARIOS, "gen:STEP,..."])
         raise KeyError(f"unknown workload {spec!r}; known: {known}, or module:fn")
-    fn = load_factory(spec)
-    return Workload(spec, f"the user's workload {spec}", fn)
+    return Workload(spec, f"the user's workload {spec}", _user_workload_fn(spec))
+
+
+def _user_workload_fn(spec: str) -> Any:
+    """``--workload module:fn``'s function; BadTarget naming ``--workload`` (not the
+    target) when it does not import."""
+    from ._usertarget import BadTarget, load_factory
+
+    try:
+        return load_factory(spec)
+    except BadTarget as exc:
+        raise BadTarget("--workload " + str(exc).removeprefix("target ")) from None
 
 
 def _bytes_for(f: EvidenceFile) -> bytes:
@@ -981,9 +990,8 @@ class _DocSearch(_Search):
             if ":" not in user:
                 known = ", ".join((*DOC_WORKLOADS, *EXTRA_WORKLOADS))
                 raise KeyError(f"unknown document workload {user!r}; known: {known}, module:fn")
-            from ._usertarget import load_factory
 
-            saved = tuple(load_factory(user)())  # module:fn returning the values saved
+            saved = tuple(_user_workload_fn(user)())  # module:fn returning the values saved
             chosen.append((DocWorkload(user, saved), False))
         elif user:
             names = [user, *[n for n in names if n != user]]

@@ -272,11 +272,16 @@ def test_a_workload_named_is_searched_first_and_bad_input_is_exit_2(
         ("--target", "seed", "--model", "sometimes"),
         ("--target", "seed", "--model", "power-loss,,process-crash"),  # as explore
         ("--target", "seed", "--session", "../x"),
+        ("--target", "seed", "--session", ""),
+        ("--target", "seed", "--workload", "nosuch_module_xyz:fn"),
         ("--target", str(tmp_path / "missing.py") + ":f"),
     ):
         code, _, text = explain(capsys, tmp_path / "bad", ev, *args)
         assert code == 2 and text.startswith("crashpoint: error: ")
         assert len(text.strip().splitlines()) == 2 and "Traceback" not in text
+        if "--workload" in args:  # the workload is named, not called the target
+            first = text.splitlines()[0]
+            assert "workload" in first and not first.startswith("crashpoint: error: target"), text
 
 
 def test_a_read_path_finding_emits_a_test_that_rebuilds_the_evidence(

@@ -115,8 +115,11 @@ def test_zoo_in_parallel_gives_the_same_matrix_as_serially() -> None:
     assert [r.distinct_states for r in ref1] == [r.distinct_states for r in ref2]
 
 
-def test_zoo_exits_1_when_a_mutant_survives(tmp_path: pathlib.Path) -> None:
-    """The zoo's own check has teeth: a "mutant" that is really the reference survives."""
+def test_zoo_exits_1_when_a_mutant_survives(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The zoo's own check has teeth: a "mutant" that is really the reference survives.
+    On a part of the catalogue (``--scenario``) a survivor may only be unexercised: said."""
     fake = Target(
         "mutant:not-really", TARGETS["reference"].factory, "the reference", ("R1", "process-crash")
     )
@@ -137,6 +140,7 @@ def test_zoo_exits_1_when_a_mutant_survives(tmp_path: pathlib.Path) -> None:
             )
             == 1
         )
+        assert "a mutant shown as survived may only be left unexercised" in capsys.readouterr().out
     finally:
         del MUTANTS["not-really"]
 
