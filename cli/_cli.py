@@ -503,6 +503,13 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     _check_replay(args, workloads, target, fault)
     out = _prepare_out(args.out)
     jobs = cap_jobs(args.jobs, lambda line: err.print(line, markup=False, highlight=False))
+    if args.reorder_bound is not None and not any(m.reorder for m in models):
+        err.print(  # said, not refused: a CI matrix may pass the bound with every model
+            f"--reorder-bound {args.reorder_bound}: no model of this run reorders "
+            f"({args.model}); it applies to power-loss-reorder only",
+            markup=False,
+            highlight=False,
+        )
     if args.zoo:
         return _zoo(args, workloads, models, out, jobs, console, err)
     from .reports import build_report, print_summary

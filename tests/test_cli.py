@@ -656,3 +656,13 @@ def test_explain_emit_test_naming_a_directory_is_refused_before_the_search(
     err = capsys.readouterr().err
     assert "is a directory" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []  # no report written, no --out left
+
+
+def test_a_reorder_bound_no_model_of_the_run_uses_is_said(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["explore", "--scenario", "first-save", "--reorder-bound", "3"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert "no model of this run reorders (process-crash)" in capsys.readouterr().err
+    assert main([*argv, "--model", "all", "--out", str(tmp_path / "b")]) == 0
+    assert "no model of this run reorders" not in capsys.readouterr().err
