@@ -572,8 +572,10 @@ def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] 
                 f"save returned but no file operation was recorded: target {name!r} "
                 f"({call.label}) writes nowhere the harness can see (does it ignore fs?)"
             )
-        if call.error == ErrorCode.STATE_SAVE_FAILED and all(
-            op.errno is None for op in ops[call.begin : call.end]
+        if (
+            call.error is not None
+            and call.error == ErrorCode.STATE_SAVE_FAILED
+            and all(op.errno is None for op in ops[call.begin : call.end])
         ):
             raise BadTarget(
                 f"save raised state_save_failed on a clean run: target {name!r} "

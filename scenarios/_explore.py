@@ -46,6 +46,7 @@ from ._checkers import (
 )
 from ._engine import judged_crash_states
 from ._targets import TARGETS, Factory, Target, get_target
+from ._usertarget import a_storage, exits_refused
 from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
 __all__ = ["SECRETS", "Checker", "ExplorationResult", "Recording", "Violation", "explore", "record"]
@@ -269,8 +270,6 @@ def record(workload: Workload, target: Target, *, fault: Fault | None = None) ->
     initial = fs.crash_state()
     # Reads are not kept (the recording holds operations and marks): not recorded.
     rec = RecordingFileSystem(MemoryFileSystem(initial), fault=fault, record_reads=False)
-    from ._usertarget import a_storage
-
     session = Session(a_storage(target(rec, BASE_DIR), f"target {target.name!r}"), rec, BASE_DIR)
     workload.run(session)
     sessions = list(expects)
@@ -396,7 +395,6 @@ def explore(
     model, target = resolve(model, target)
     wanted = _wanted(checker, faults=False)
     from ._conformance import refuse_silent_saves
-    from ._usertarget import exits_refused
 
     with exits_refused():  # a target's os._exit must not end the run as a pass
         recording = record(workload, target)

@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from ..faultfs import FileSystem
@@ -93,22 +93,30 @@ class TargetExit(BaseException):
         )
 
 
-@contextlib.contextmanager
-def exits_refused() -> Iterator[None]:
+def _refused_exit(code: int) -> NoReturn:
+    raise TargetExit(code)
+
+
+class exits_refused:  # used as a function: ``with exits_refused():``
     """While it runs, ``os._exit`` (and ``posix._exit``) raise :class:`TargetExit`
     instead of ending the process (the harness runs the target in its own process;
     ``sys.exit`` raises ``SystemExit`` already). Nested uses restore in turn."""
-    import posix
 
-    def refused(code: int) -> NoReturn:
-        raise TargetExit(code)
+    __slots__ = ("_saved",)
 
-    saved = os._exit, posix._exit
-    os._exit = posix._exit = refused
-    try:
-        yield
-    finally:
-        os._exit, posix._exit = saved
+    def __enter__(self) -> None:
+        self._saved = os._exit, getattr(_POSIX, "_exit", None)
+        os._exit = _refused_exit
+        if _POSIX is not None:
+            _POSIX._exit = _refused_exit
+
+    def __exit__(self, *exc: object) -> None:
+        os._exit = self._saved[0]
+        if _POSIX is not None:
+            _POSIX._exit = self._saved[1]
+
+
+_POSIX: Any = sys.modules.get("posix")  # os's own module on POSIX systems
 
 
 def load_factory(spec: str) -> Callable[..., Any]:
