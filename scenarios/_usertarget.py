@@ -93,8 +93,8 @@ class TargetExit(BaseException):
         )
 
 
-def _refused_exit(code: int) -> NoReturn:
-    raise TargetExit(code)
+def _refused_exit(status: int) -> NoReturn:
+    raise TargetExit(status)
 
 
 class exits_refused:  # used as a function: ``with exits_refused():``
