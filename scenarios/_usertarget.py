@@ -9,8 +9,8 @@ filesystem directly. Either way a :class:`Runner` builds the target on a given
 filesystem and calls it, with an optional time limit per call.
 
 Errors: :class:`BadTarget` (the target cannot be judged: exit 2, one line naming
-the target and the reason) and :class:`TargetTimeout` (a call hung: exit 2,
-naming the call).
+the target and the reason), :class:`TargetTimeout` (a call hung: exit 2, naming the
+call) and :class:`TargetExit` (the target called ``os._exit``: exit 2).
 """
 
 from __future__ import annotations
@@ -93,27 +93,30 @@ class TargetExit(BaseException):
         )
 
 
-def _refused_exit(status: int) -> NoReturn:
-    raise TargetExit(status)
-
-
 class exits_refused:  # used as a function: ``with exits_refused():``
     """While it runs, ``os._exit`` (and ``posix._exit``) raise :class:`TargetExit`
     instead of ending the process (the harness runs the target in its own process;
-    ``sys.exit`` raises ``SystemExit`` already). Nested uses restore in turn."""
+    ``sys.exit`` raises ``SystemExit`` already). A process forked meanwhile (a worker)
+    exits as it asks. Nested uses restore in turn."""
 
-    __slots__ = ("_saved",)
+    __slots__ = ("_pid", "_saved")
 
     def __enter__(self) -> None:
+        self._pid = os.getpid()
         self._saved = os._exit, getattr(_POSIX, "_exit", None)
-        os._exit = _refused_exit
+        os._exit = self._refuse
         if _POSIX is not None:
-            _POSIX._exit = _refused_exit
+            _POSIX._exit = self._refuse
 
     def __exit__(self, *exc: object) -> None:
         os._exit = self._saved[0]
         if _POSIX is not None:
             _POSIX._exit = self._saved[1]
+
+    def _refuse(self, status: int) -> NoReturn:
+        if os.getpid() != self._pid:  # a child forked meanwhile: not the target's call
+            self._saved[0](status)
+        raise TargetExit(status)
 
 
 _POSIX: Any = sys.modules.get("posix")  # os's own module on POSIX systems
