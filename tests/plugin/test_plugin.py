@@ -10,7 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from crashpoint.core import AgentState, ErrorCode, FileStateStorage, Retryability, StateError
@@ -298,6 +298,26 @@ def test_a_store_that_calls_os_exit_raises_and_the_process_goes_on() -> None:
     with pytest.raises(TargetExit, match=r"os\._exit\(0\)"):
         Explorer().explore(SCENARIOS["three-saves"], target=_ExitsAfterSaving)
     assert os._exit is real  # restored
+
+
+class _ForksAHelper(FileStateStorage):
+    """Forks a child that ends with os._exit(7) (as a worker does) before saving."""
+
+    statuses: ClassVar[list[int]] = []
+
+    def save(self, state: AgentState) -> None:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)  # the child's own exit: not the target's, not refused
+        _, status = os.waitpid(pid, 0)
+        self.statuses.append(os.waitstatus_to_exitcode(status))
+        super().save(state)
+
+
+def test_a_child_forked_by_the_target_exits_as_it_asks() -> None:
+    result = Explorer().explore(SCENARIOS["first-save"], target=_ForksAHelper)
+    assert not result.violations and _ForksAHelper.statuses
+    assert set(_ForksAHelper.statuses) == {7}
 
 
 def _no_storage_call(s: Session) -> None:
