@@ -21,7 +21,7 @@ from ._options import int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_explain_parser", "run_explain"]
 
-EXIT_OK, EXIT_AT_FAULT, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_AT_FAULT = 0, 1  # a usage error is 2 (run_guarded)
 
 
 class ExplainUsageError(Exception):
@@ -85,26 +85,16 @@ def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int:
     """Run ``crashpoint explain``; returns the exit code (usage errors: one line, 2)."""
-    from ._options import discard_out, hypothesis_scratch
+    from ._options import run_guarded
 
-    try:
-        with hypothesis_scratch(args.out):  # nothing written outside --out
-            return _run(args, console)
-    except ExplainUsageError as exc:
-        err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False, emoji=False)
-        err.print("see `crashpoint explain --help`", markup=False)
-        discard_out(args.out)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # the target's SystemExit (argparse is done) or odder
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        err.print(
-            f"crashpoint: error: target {args.target!r} raised {reason}", markup=False, emoji=False
-        )
-        err.print("see `crashpoint explain --help`", markup=False)
-        discard_out(args.out)
-        return EXIT_USAGE
+    return run_guarded(
+        "explain",
+        lambda: _run(args, console),
+        ExplainUsageError,
+        out=args.out,
+        target=args.target,
+        err=err,
+    )
 
 
 def _prepare(path: str, evidence: str) -> str:

@@ -25,6 +25,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from .faultfs import PersistenceModel
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "parse_models",
     "parse_shard",
     "prepare_out",
+    "run_guarded",
     "stop_on_signals",
     "usable_cores",
 ]
@@ -86,6 +89,37 @@ def discard_out(path: str) -> None:
     for made in _CREATED.pop(path, ()):
         with contextlib.suppress(OSError, ValueError):
             os.rmdir(made)
+
+
+def run_guarded(
+    command: str,
+    run: Callable[[], int],
+    usage_error: type[Exception],
+    *,
+    out: str,
+    target: str | None,
+    err: Console,
+) -> int:
+    """``run()`` of ``crashpoint COMMAND`` (``verify``, ``explain``) with its reports in
+    ``out``, never a traceback: a ``usage_error`` or whatever else the target raised (its
+    SystemExit, a TargetExit ...) is one line and a hint, exit 2, and the ``--out``
+    directories this run created are removed; Ctrl-C goes on up. Nothing is written
+    outside ``out`` (:func:`hypothesis_scratch`)."""
+    try:
+        with hypothesis_scratch(out):
+            return run()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, usage_error):
+            line = " ".join(str(exc).split())
+        else:  # argparse is done: the target's, or odder
+            what = f"target {target!r}" if target else "the target"
+            line = f"{what} raised " + " ".join(f"{type(exc).__name__}: {exc}".split())
+        err.print(f"crashpoint: error: {line}", markup=False, emoji=False)
+        err.print(f"see `crashpoint {command} --help`", markup=False)
+        discard_out(out)
+        return 2  # the commands' EXIT_USAGE
 
 
 def open_closed_streams() -> None:
@@ -327,8 +361,6 @@ def stop_on_signals() -> Iterator[None]:
     ``verify --exec`` has running (they run in sessions of their own, which the
     terminal's Ctrl-C never reaches). A signal ignored when the command started stays
     ignored; the handlers before are restored after. Outside the main thread: nothing."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -20,7 +20,7 @@ from ._options import int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_verify_parser", "run_verify"]
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_VIOLATION = 0, 1  # a usage error is 2 (run_guarded)
 
 
 class VerifyUsageError(Exception):
@@ -200,25 +200,16 @@ that hangs is a finding to report, not a CI job that never ends."""
 
 def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
     """Run ``crashpoint verify``; returns the exit code (usage errors: one line, 2)."""
-    from ._options import discard_out, hypothesis_scratch
+    from ._options import run_guarded
 
-    try:
-        with hypothesis_scratch(args.out):  # nothing written outside --out
-            return _run(args, console)
-    except VerifyUsageError as exc:
-        err.print(f"crashpoint: error: {' '.join(str(exc).split())}", markup=False)
-        err.print("see `crashpoint verify --help`", markup=False)
-        discard_out(args.out)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # the target's SystemExit (argparse is done) or odder
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        what = f"target {args.target!r}" if args.target else "the target"
-        err.print(f"crashpoint: error: {what} raised {reason}", markup=False)
-        err.print("see `crashpoint verify --help`", markup=False)
-        discard_out(args.out)
-        return EXIT_USAGE
+    return run_guarded(
+        "verify",
+        lambda: _run(args, console),
+        VerifyUsageError,
+        out=args.out,
+        target=args.target,
+        err=err,
+    )
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,7 @@ __all__ = [
     "plan_tasks",
     "run_tasks",
     "stop_workers",
+    "worker_pool",
 ]
 
 FAULT_SLICE = 48
@@ -227,6 +228,23 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=2)
 
 
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool of ``workers`` whose workers leave Ctrl-C to the parent
+    (:func:`ignore_interrupts`). Leaving the block normally waits for the pool; any
+    exception (Ctrl-C, SIGTERM, a task's error) kills the workers first
+    (:func:`stop_workers`), a hung one too, instead of waiting for them."""
+    from concurrent.futures import ProcessPoolExecutor  # only for a pool
+
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts)
+    try:
+        yield pool
+    except BaseException:
+        stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
 def run_tasks(
     tasks: Sequence[Task],
     *,
@@ -250,20 +268,15 @@ def run_tasks(
         # Longest first (fault slices of whole agent runs cost most), so no worker is
         # left with a big task at the end; results are put back in task order.
         order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
-        from concurrent.futures import ProcessPoolExecutor, as_completed  # only for a pool
+        from concurrent.futures import as_completed
 
         parts_by_index: dict[int, list[ExplorationResult]] = {}
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=ignore_interrupts)
-        try:
+        with worker_pool(min(jobs, len(tasks))) as pool:
             futures = {pool.submit(run_task, tasks[i]): i for i in order}
             for done, future in enumerate(as_completed(futures), 1):
                 parts_by_index[futures[future]] = future.result()
                 if progress:
                     progress(done, len(tasks))
-        except BaseException:
-            stop_workers(pool)
-            raise
-        pool.shutdown(wait=True)
         parts = [parts_by_index[i] for i in range(len(tasks))]
     merged: dict[tuple[str, str, bool], ExplorationResult] = {}
     model_order: dict[str, int] = {}

@@ -301,18 +301,11 @@ def _verify_parallel(
     interception) and merged in task order: the same report as ``jobs=1``. Errors
     (BadTarget, TargetTimeout) propagate from the first task; on any error or an
     interrupt the workers are killed (a hung one too), not waited for."""
-    from concurrent.futures import ProcessPoolExecutor
+    from ._parallel import worker_pool
 
-    from ._parallel import ignore_interrupts, stop_workers
-
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=ignore_interrupts)
-    try:
+    with worker_pool(min(jobs, len(tasks))) as pool:  # an error or interrupt: workers killed
         futures = [pool.submit(_verify_task, spec, w, m, options) for w, m in tasks]
         parts = [f.result() for f in futures]
-    except BaseException:  # Ctrl-C, SIGTERM, a task's error: kill a hung worker, not wait
-        stop_workers(pool)
-        raise
-    pool.shutdown(wait=True)
     merged = parts[0]
     for part in parts[1:]:
         merged.results += part.results

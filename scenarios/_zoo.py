@@ -8,7 +8,6 @@ records, per model (and a ``fault`` column), which invariants killed it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from ..faultfs import MODELS, PROCESS_CRASH, PersistenceModel
@@ -82,21 +81,14 @@ def kill_matrix(
         for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
-        from ._parallel import ignore_interrupts, stop_workers
+        from ._parallel import worker_pool
 
-        pool = ProcessPoolExecutor(
-            max_workers=min(jobs, len(targets)), initializer=ignore_interrupts
-        )
-        try:
-            outcomes = []
+        outcomes = []
+        with worker_pool(min(jobs, len(targets))) as pool:  # Ctrl-C: the workers killed
             for target, outcome in zip(targets, pool.map(_row_by_name, jobs_args), strict=True):
                 if progress:
                     progress(target.name)
                 outcomes.append(outcome)
-        except BaseException:  # Ctrl-C included: kill the workers, do not finish the queue
-            stop_workers(pool)
-            raise
-        pool.shutdown(wait=True)
     else:
         outcomes = []
         for target in targets:
