@@ -34,7 +34,7 @@ from ._options import (
 
 if TYPE_CHECKING:
     from .faultfs import Fault, FaultKind, Op, OpKind, PersistenceModel
-    from .scenarios import ExplorationResult, Target, Workload
+    from .scenarios import EngineResult, Target, Workload
     from .scenarios._parallel import Task
 
 __all__ = ["main", "run"]
@@ -112,9 +112,9 @@ def _jobs(text: str) -> int:
 def with_progress(
     tasks: Sequence[Task],
     jobs: int,
-    run: Callable[..., list[ExplorationResult]],
+    run: Callable[..., list[EngineResult]],
     err: Console | None = None,
-) -> list[ExplorationResult]:
+) -> list[EngineResult]:
     """``run(tasks, jobs=jobs, progress=...)`` with a rich progress bar on a terminal,
     and without one a :class:`~crashpoint._options.ProgressLine` on standard error
     every few seconds (CI logs)."""
@@ -559,7 +559,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         print_summary(report, console, counterexample=args.crash_point is None)
         if args.crash_point is not None:
             for r in results:
-                for v in r.violations:
+                for v in r.counterexamples:
                     console.print(v.render(), markup=False)
         console.print(f"reports: {paths[0]}, {paths[1]}, {paths[2]}")
 

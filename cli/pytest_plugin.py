@@ -9,7 +9,7 @@ Fixtures:
   :class:`~crashpoint.faultfs.MemoryFileSystem` (``/data`` exists), recording every
   operation;
 * ``crashpoint_explorer``: an :class:`Explorer` bound to the test: ``explore(...)``
-  returns an :class:`~crashpoint.scenarios.ExplorationResult`, ``check(...)`` also
+  returns an :class:`~crashpoint.scenarios.EngineResult`, ``check(...)`` also
   fails the test with the minimal counterexample; both honour ``--crashpoint-model``,
   ``--crashpoint-shard``, ``--crashpoint-crash-point`` and the item's shard, and the
   verdicts go to the test's ``user_properties`` (so ``--junitxml`` records them);
@@ -47,7 +47,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .faultfs import PersistenceModel, RecordingFileSystem
-    from .scenarios import ExplorationResult, Invariant, Session, Target, Workload
+    from .scenarios import EngineResult, Invariant, Session, Target, Workload
 
 __all__ = [
     "Explorer",
@@ -403,7 +403,7 @@ class Explorer:
         self.shard = shard
         self.target = target
         self.crash_point = crash_point
-        self.results: list[ExplorationResult] = []
+        self.results: list[EngineResult] = []
         self.unsharded_points = 0
 
     @property
@@ -418,13 +418,13 @@ class Explorer:
         model: str | PersistenceModel | Sequence[str | PersistenceModel] | None = None,
         checker: Iterable[Invariant | str] | None = None,
         shard: tuple[int, int] | None = None,
-    ) -> ExplorationResult:
+    ) -> EngineResult:
         """Explore ``workload`` (a :class:`~crashpoint.scenarios.Workload` or a function
         taking a :class:`~crashpoint.scenarios.Session`) at every crash point.
 
         ``model`` defaults to ``--crashpoint-model`` (several models: one result,
         merged); ``shard`` to this item's shard. Returns the
-        :class:`~crashpoint.scenarios.ExplorationResult`.
+        :class:`~crashpoint.scenarios.EngineResult`.
         """
         from .scenarios import explore
 
@@ -453,9 +453,9 @@ class Explorer:
         if len(results) > 1:
             result.model = ",".join(m.name for m in models)
         if not _registered(work, chosen):
-            result.violations = [
+            result.counterexamples = [
                 _with_replay(v, self.replay(v.model, v.crash_point, piece))
-                for v in result.violations
+                for v in result.counterexamples
             ]
         self.results.append(result)
         return result
@@ -477,7 +477,7 @@ class Explorer:
         self,
         workload: Workload | Callable[[Session], None],
         **options: Any,
-    ) -> ExplorationResult:
+    ) -> EngineResult:
         """:meth:`explore`, then fail the test with the minimal counterexample (the
         model, crash point, crash state, what load gave and a replay) if any; fail it
         too when nothing was verified (a replay that examined no crash point; a
@@ -499,19 +499,19 @@ class Explorer:
                     pytrace=False,
                 )
             _skip_empty_shard(piece, " of this workload")
-        if result.violations:
-            v = result.violations[0]
-            more = len(result.violations) - 1
+        if result.counterexamples:
+            v = result.counterexamples[0]
+            more = len(result.counterexamples) - 1
             tail = f"\n  (and {more} more violation(s))" if more else ""
             pytest.fail(
-                f"crashpoint: {len(result.violations)} violation(s), "
+                f"crashpoint: {len(result.counterexamples)} violation(s), "
                 f"{result.distinct_states} distinct crash states explored\n{v.render()}{tail}",
                 pytrace=False,
             )
-        if result.sessions == 0:
-            from .scenarios._explore import NO_SESSION
+        if result.subjects == 0:
+            from .scenarios._engine import NO_SUBJECT
 
-            pytest.fail(f"crashpoint: {NO_SESSION}", pytrace=False)
+            pytest.fail(f"crashpoint: {NO_SUBJECT}", pytrace=False)
         return result
 
     def properties(self) -> dict[str, object]:
@@ -521,7 +521,7 @@ class Explorer:
             "crash_points": sum(r.crash_points for r in self.results),
             "crash_points_unsharded": self.unsharded_points,
             "distinct_states": sum(r.distinct_states for r in self.results),
-            "violations": sum(len(r.violations) for r in self.results),
+            "violations": sum(len(r.counterexamples) for r in self.results),
             "killed_by": ",".join(sorted({i for r in self.results for i in r.killed_by()})),
             "model": ",".join(dict.fromkeys(r.model for r in self.results)),
             "shard": "all" if self.shard is None else f"{self.shard[0]}/{self.shard[1]}",

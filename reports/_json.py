@@ -34,9 +34,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..scenarios import ExplorationResult, Invariant, Violation
-from ..scenarios._engine import InvariantInfo, invariant_info
-from ..scenarios._explore import violation_order
+from ..scenarios._engine import (
+    Counterexample,
+    EngineResult,
+    counterexample_order,
+    invariant_info,
+)
 
 if TYPE_CHECKING:
     from ..scenarios import ZooRow
@@ -60,24 +63,17 @@ MAX_LISTED = 25
 exceeded by the number of invariants); ``violation_count`` keeps the exact number."""
 
 
-def _info(invariant_id: str) -> Invariant | InvariantInfo:
-    """An agent-state invariant, or one a target kind registered (A1 ...)."""
-    try:
-        return Invariant(invariant_id)
-    except ValueError:
-        return invariant_info(invariant_id)
-
-
-def violation_dict(v: Violation) -> dict[str, Any]:
-    """One violation as a JSON object."""
-    inv = _info(v.invariant)
+def violation_dict(v: Counterexample) -> dict[str, Any]:
+    """One counterexample as a JSON object (its invariant's title, severity and meaning
+    from the registry: an unregistered id raises KeyError)."""
+    inv = invariant_info(v.invariant)
     return {
         "invariant": v.invariant,
         "title": inv.label,
         "severity": inv.severity,
-        "scenario": v.scenario,
+        "scenario": v.workload,
         "model": v.model,
-        "session_id": v.session_id,
+        "session_id": v.subject,
         "fault": v.fault or None,
         "why": inv.meaning,
         "crash_point": {
@@ -94,10 +90,10 @@ def violation_dict(v: Violation) -> dict[str, Any]:
     }
 
 
-def _listed(violations: Sequence[Violation]) -> list[Violation]:
+def _listed(violations: Sequence[Counterexample]) -> list[Counterexample]:
     """At most MAX_LISTED violations: the minimal one of each invariant first, then the
     rest minimal first, so every invariant found has a counterexample in the report."""
-    firsts: dict[str, Violation] = {}
+    firsts: dict[str, Counterexample] = {}
     for v in violations:
         firsts.setdefault(v.invariant, v)
     chosen = list(firsts.values())
@@ -106,12 +102,12 @@ def _listed(violations: Sequence[Violation]) -> list[Violation]:
             break
         if v not in chosen:
             chosen.append(v)
-    return sorted(chosen, key=violation_order)
+    return sorted(chosen, key=counterexample_order)
 
 
-def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
+def _scenario_dict(r: EngineResult) -> dict[str, Any]:
     return {
-        "name": r.scenario,
+        "name": r.workload,
         "model": r.model,
         "target": r.target,
         "operations": r.operations,
@@ -122,15 +118,15 @@ def _scenario_dict(r: ExplorationResult) -> dict[str, Any]:
         "exhaustive": r.exhaustive,
         "invariants": list(r.invariants),
         "faults": r.faults,
-        "violation_count": len(r.violations),
-        "violations_listed": len(listed := _listed(r.violations)),
+        "violation_count": len(r.counterexamples),
+        "violations_listed": len(listed := _listed(r.counterexamples)),
         "killed_by": r.killed_by(),
-        "violations": [_with_broken(violation_dict(v), v, r.violations) for v in listed],
+        "violations": [_with_broken(violation_dict(v), v, r.counterexamples) for v in listed],
     }
 
 
 def _with_broken(
-    entry: dict[str, Any], v: Violation, violations: Sequence[Violation]
+    entry: dict[str, Any], v: Counterexample, violations: Sequence[Counterexample]
 ) -> dict[str, Any]:
     """Add ``broken``: every invariant the violation's crash state breaks (SPEC.md §10)."""
     same = (v.crash_point, v.state_digest, v.fault)
@@ -143,7 +139,7 @@ def _with_broken(
 
 
 def build_report(
-    results: Sequence[ExplorationResult],
+    results: Sequence[EngineResult],
     *,
     model: str,
     target: str,
@@ -154,8 +150,8 @@ def build_report(
 
     scenarios = [_scenario_dict(r) for r in results]
     minimal = min(
-        (v for r in results for v in r.violations[:1]),
-        key=lambda v: (*violation_order(v)[:2], len(v.crash_state)),  # severity, crash point
+        (v for r in results for v in r.counterexamples[:1]),
+        key=lambda v: (*counterexample_order(v)[:2], len(v.crash_state)),  # severity, point
         default=None,
     )
     report: dict[str, Any] = {
@@ -166,12 +162,12 @@ def build_report(
         "target": target,
         "scenarios": scenarios,
         "totals": {
-            "scenarios": len({r.scenario for r in results}),
+            "scenarios": len({r.workload for r in results}),
             "crash_points": sum(r.crash_points for r in results),
             "raw_states": sum(r.raw_states for r in results),
             "distinct_states": sum(r.distinct_states for r in results),
             "cut": sum(r.cut for r in results),
-            "violations": sum(len(r.violations) for r in results),
+            "violations": sum(len(r.counterexamples) for r in results),
         },
         "exhaustive": all(r.exhaustive for r in results),
         "counterexample": violation_dict(minimal) if minimal is not None else None,

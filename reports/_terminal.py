@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..scenarios._explore import got_label, render_files
+from ..scenarios._engine import got_label
 
 __all__ = ["print_summary", "print_zoo"]
 
@@ -113,3 +113,10 @@ def print_zoo(zoo: Mapping[str, Any], console: Console) -> None:
             f"[yellow]not run[/] (their model was not selected): {', '.join(skipped)}",
             soft_wrap=True,
         )
+
+
+def render_files(crash_state: Mapping[str, str], indent: str = "    ") -> str:
+    """One line per file of a rendered crash state; an empty disk says so."""
+    if not crash_state:
+        return f"{indent}(empty: no files)"
+    return "\n".join(f"{indent}{name}: {what}" for name, what in crash_state.items())

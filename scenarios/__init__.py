@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import _catalogue, _mutants, _runs  # noqa: F401  (register scenarios and mutants)
 from ._checkers import INVARIANTS, Invariant, Observation, judge
-from ._explore import SECRETS, ExplorationResult, Violation, explore, record
+from ._engine import Counterexample, EngineResult
+from ._explore import SECRETS, explore, record
 from ._faults import explore_faults, fault_plan, parse_fault
 from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
 from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
+
+ExplorationResult = EngineResult
+"""What :func:`explore` returns: the engine's result (every kind's)."""
 
 if TYPE_CHECKING:
     from ._machine import MACHINE_INVARIANTS, run_storage_machine, storage_state_machine
@@ -52,13 +56,14 @@ __all__ = [
     "TARGETS",
     "Call",
     "CallKind",
+    "Counterexample",
+    "EngineResult",
     "Expect",
     "ExplorationResult",
     "Invariant",
     "Observation",
     "Session",
     "Target",
-    "Violation",
     "Workload",
     "ZooRow",
     "explore",

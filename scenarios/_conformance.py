@@ -43,8 +43,7 @@ from ..faultfs import (
     makedirs,
     write_bytes,
 )
-from ._checkers import INVARIANTS
-from ._engine import Counterexample, EngineResult, InvariantInfo, register_invariants
+from ._engine import Counterexample
 from ._targets import Target
 from ._usertarget import BadTarget, Runner, make_runner
 from ._workload import BASE_DIR, SCENARIOS, CallKind, Workload
@@ -66,10 +65,6 @@ __all__ = [
     "storage_target",
     "verify_state_storage",
 ]
-
-register_invariants(
-    InvariantInfo(i.value, i.label, i.severity, i.meaning) for i in INVARIANTS
-)  # the agent-state kind's invariants, for counterexamples of user storages
 
 REFERENCE_LAYOUT_SCENARIOS = frozenset({"media-placeholder"})
 """Catalogue workloads whose checks assume the reference file layout (``S.json``,
@@ -446,46 +441,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 # --- verify --kind state-storage ------------------------------------------------------------
 
 
-def _counterexamples(result: Any, spec: str, flags: str) -> list[Counterexample]:
-    from ._explore import Violation
-
-    out = []
-    violations: list[Violation] = result.violations
-    for v in violations:
-        same = (v.crash_point, v.state_digest, v.fault)
-        broken = tuple(
-            dict.fromkeys(
-                w.invariant for w in violations if (w.crash_point, w.state_digest, w.fault) == same
-            )
-        )
-        replay = (
-            f"crashpoint verify {spec} --kind state-storage{flags} --workload {v.scenario} "
-            f"--model {v.model}"
-            + (f" --fault {v.fault}" if v.fault else "")
-            + f" --crash-point {v.crash_point}"
-        )
-        out.append(
-            Counterexample(
-                v.invariant,
-                broken,
-                v.scenario,
-                v.model,
-                spec,
-                v.crash_point,
-                v.operation,
-                v.last_done,
-                v.session_id,
-                dict(v.crash_state),
-                v.state_digest,
-                v.expected,
-                v.got,
-                replay,
-                v.fault,
-            )
-        )
-    return out
-
-
 def _escape(workload: str, model: str, spec: str, path: str) -> Counterexample:
     return Counterexample(
         "S1",
@@ -502,24 +457,6 @@ def _escape(workload: str, model: str, spec: str, path: str) -> Counterexample:
         f"no operation outside {BASE_DIR}",
         f"the target changed {path}",
         f"crashpoint verify {spec} --kind state-storage --workload {workload} --model {model}",
-    )
-
-
-def _engine_result(result: Any, spec: str, flags: str) -> EngineResult:
-    return EngineResult(
-        result.scenario,
-        result.model,
-        spec,
-        operations=result.operations,
-        crash_points=result.crash_points,
-        raw_states=result.raw_states,
-        cut=result.cut,
-        invariants=tuple(result.invariants),
-        counterexamples=_counterexamples(result, spec, flags),
-        faults=result.faults,
-        seconds=result.seconds,
-        check_seconds=result.check_seconds,
-        state_ids=set(result.state_ids),
     )
 
 
@@ -621,8 +558,8 @@ def verify_state_storage(
     shard: tuple[int, int] | None = None,
 ) -> VerifyResult:
     """``verify(factory, kind="state-storage")`` (see ``crashpoint.scenarios._verify.verify``)."""
-    from ._explore import explore
-    from ._faults import explore_faults
+    from ._explore import explore_agent, record
+    from ._faults import fault_plan
     from ._verify import VerifyResult
 
     declared = getattr(factory, "crashpoint_format", None) == "reference"
@@ -636,20 +573,33 @@ def verify_state_storage(
     with runner:
         tgt = storage_target(runner, target)
         _preflight(tgt, runner, target)
+        command = f"crashpoint verify {target} --kind state-storage{flags} --workload"
         for w in chosen:
             for m in models:
                 if fault is None:
-                    r = explore(w, model=m, target=tgt, crash_point=crash_point, shard=shard)
-                    result.results.append(_engine_result(r, target, flags))
-                if faults or fault is not None:
-                    rf = explore_faults(
+                    (r,) = explore_agent(
                         w,
-                        model=m,
+                        models=[m],
                         target=tgt,
-                        faults=[fault] if fault is not None else None,
+                        crash_point=crash_point,
                         shard=shard,
+                        name=target,
+                        command=command,
                     )
-                    result.results.append(_engine_result(rf, target, flags))
+                    result.results.append(r)
+                if faults or fault is not None:
+                    plan = [fault] if fault is not None else fault_plan(record(w, tgt).ops)
+                    (rf,) = explore_agent(
+                        w,
+                        models=[m],
+                        target=tgt,
+                        faults=plan,
+                        crashes=False,
+                        shard=shard,
+                        name=target,
+                        command=command,
+                    )
+                    result.results.append(rf)
                 last = result.results[-1]
                 last.unsupported += [u for u in runner.unsupported() if u not in last.unsupported]
                 for path in runner.escapes():

@@ -89,17 +89,7 @@ DOCUMENT_INVARIANTS = (
         "a leftover file (one a crash-free run does not leave) is never read as data",
     ),
 )
-register_invariants(DOCUMENT_INVARIANTS)
-register_invariants(
-    [
-        InvariantInfo(
-            "S1",
-            "confined",
-            "security",
-            "nothing outside the base directory is ever created, written, renamed or deleted",
-        )
-    ]
-)
+register_invariants(DOCUMENT_INVARIANTS)  # S1: the engine's CONFINED, shared by every kind
 
 DOC_WORKLOADS = ("first-save", "resize", "save-after-failure", "random")
 """The document workloads, in the order verify runs them."""
@@ -246,6 +236,7 @@ class DocumentKind:
     """
 
     name = "document"
+    subject = "the document"
 
     def __init__(
         self,
@@ -271,8 +262,8 @@ class DocumentKind:
         self.initial: DocObservation | None = None
         self.leftovers: dict[str, int] = {}
         self._runs: dict[tuple[str, tuple[str, ...], Fault | None], Run] = {}
-        self.observed: dict[CrashState, DocObservation] = {}
-        """Observations of crash states, shared by every workload and model."""
+        self.observed: dict[str, DocObservation] = {}
+        """Observations of crash states by digest, shared by every workload and model."""
 
     # --- workloads ------------------------------------------------------------------
     def workload(self, name: str) -> DocWorkload:
@@ -408,7 +399,7 @@ class DocumentKind:
             fault,
             runner.unsupported(),  # one interception per verify: every call it saw
             runner.escapes()[escapes0:],
-            data,
+            data=data,
         )
 
     def observe(self, state: CrashState) -> DocObservation:
@@ -608,7 +599,7 @@ class DocumentKind:
             return f"the initial value {_repr(obs.value)}"
         return _repr(obs.value)
 
-    def describe_state(self, state: CrashState, run: Run) -> dict[str, str]:
+    def describe_state(self, state: CrashState, run: Run, subject: str = "") -> dict[str, str]:
         data: _RunData = run.data
         out: dict[str, str] = {}
         for path, blob in state.files:

@@ -14,6 +14,7 @@ and meanings with :func:`register_invariants` so reports can render any of them.
 from __future__ import annotations
 
 import errno
+import hashlib
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,21 +31,30 @@ from ..faultfs import (
 )
 
 __all__ = [
+    "CONFINED",
+    "NOTHING_DONE",
+    "RUN_DONE",
     "SEVERITIES",
     "Counterexample",
     "EngineResult",
+    "FileDigests",
     "Finding",
     "InvariantInfo",
     "Kind",
     "Run",
     "Step",
     "Tally",
+    "counterexample_order",
+    "crash_point_words",
     "explore_kind",
+    "explore_models",
     "fault_spec",
+    "got_label",
     "invariant_ids",
     "invariant_info",
     "judged_crash_states",
     "register_invariants",
+    "severity_rank",
     "state_after",
 ]
 
@@ -73,19 +83,44 @@ _REGISTRY: dict[str, InvariantInfo] = {}
 
 
 def register_invariants(infos: Iterable[InvariantInfo]) -> None:
-    """Make invariants known to reports (a kind calls this once, at import)."""
+    """Make invariants known to reports (a kind calls this once, at import).
+
+    One meaning per id: registering an id again with other text raises ValueError
+    (kinds that judge the same invariant share its one :class:`InvariantInfo`, as
+    every kind shares :data:`CONFINED`)."""
     for info in infos:
         if info.severity not in SEVERITIES:
             raise ValueError(f"invariant {info.id}: unknown severity {info.severity!r}")
-        _REGISTRY.setdefault(info.id, info)
+        known = _REGISTRY.setdefault(info.id, info)
+        if known != info:
+            raise ValueError(f"invariant {info.id} is registered already, as {known}")
 
 
 def invariant_info(invariant_id: str) -> InvariantInfo:
-    """The registered invariant ``invariant_id``. Raises KeyError if unknown."""
+    """The registered invariant ``invariant_id``. Raises KeyError if unknown (an
+    unregistered id is an error, never rendered as a warning)."""
     try:
         return _REGISTRY[invariant_id]
     except KeyError:
         raise KeyError(f"unknown invariant {invariant_id!r}") from None
+
+
+def severity_rank(invariant_id: str) -> int:
+    """0 for the most severe class (security) to 4 (warning); see :data:`SEVERITIES`.
+    Raises KeyError for an unregistered id."""
+    return SEVERITIES.index(invariant_info(invariant_id).severity)
+
+
+CONFINED = InvariantInfo(
+    "S1",
+    "confined",
+    "security",
+    "nothing outside the base directory is ever created, written, renamed or "
+    "deleted, for any session id, through any of the six methods, whether or not the "
+    "operation succeeded",
+)
+"""S1, which every kind judges on the operation trace (SPEC.md §8): defined once."""
+register_invariants([CONFINED])
 
 
 def invariant_ids() -> list[str]:
@@ -127,6 +162,8 @@ class Run:
         fault: the fault armed, or None.
         unsupported: calls the model cannot represent (verdict incomplete).
         escapes: paths outside the base directory the target tried to change (S1).
+        subjects: how many subjects (sessions ...) the run's loads judge, when the
+            kind counts them; 0 means nothing about the target was verified.
         data: kind-specific facts about the run.
     """
 
@@ -136,17 +173,43 @@ class Run:
     fault: Fault | None = None
     unsupported: list[str] = field(default_factory=list)
     escapes: list[str] = field(default_factory=list)
+    subjects: int | None = None
     data: Any = None
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """An invariant failing: what had to hold, what happened, and for what."""
+    """An invariant failing: what had to hold, what happened, and for what.
+
+    Attributes:
+        invariant: its registered id.
+        expected, got: what had to hold; what load gave (or what was found).
+        subject: what was judged (a session id); ``""``: the kind's one subject
+            (:attr:`Kind.subject`).
+    """
 
     invariant: str
     expected: str
     got: str
     subject: str = ""
+
+
+NOTHING_DONE = "(nothing)"
+"""``Counterexample.last_done`` at crash point 0."""
+RUN_DONE = "(no crash: the run completed)"
+"""``Counterexample.operation`` at the end of the run."""
+
+
+def crash_point_words(k: int, last_done: str, operation: str) -> str:
+    """Where crash point ``k`` lies, said plainly (``last_done``/``operation`` as a
+    :class:`Counterexample` holds them)."""
+    if operation == RUN_DONE:
+        if last_done == NOTHING_DONE:
+            return "no crash; the run issued no file operation (the disk as it started)"
+        return f"no crash; the run completed (its last operation: {last_done})"
+    if last_done == NOTHING_DONE:
+        return f"before the first operation, {operation} (nothing done yet)"
+    return f"after {last_done}, before {operation}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +221,7 @@ class Counterexample:
         workload, model, target: what was explored.
         crash_point: ``k``, operations done before the crash.
         operation, last_done: the operation that did not run / the last that did.
-        subject: what was judged (a session id, a document).
+        subject: what was judged (a session id, ``"the document"``).
         crash_state: each file, rendered; ``state_digest``: the state's identity.
         expected, got: what had to hold, what load gave.
         replay: one command that replays it; ``fault``: ``AT:NAME`` or ``""``.
@@ -180,45 +243,84 @@ class Counterexample:
     replay: str
     fault: str = ""
 
+    def where(self) -> str:
+        """The crash point in words: between which operations the machine stopped, or
+        that the run completed (or issued no operation) and no crash happened."""
+        return crash_point_words(self.crash_point, self.last_done, self.operation)
+
     def render(self) -> str:
         info = invariant_info(self.invariant)
-        files = "\n".join(f"    {n}: {w}" for n, w in self.crash_state.items()) or "    (no file)"
+        files = "\n".join(f"    {n}: {w}" for n, w in self.crash_state.items()) or (
+            "    (empty: no files)"
+        )
         fault = f", injected fault {self.fault}" if self.fault else ""
         also = [i for i in self.broken if i != self.invariant]
         return (
             f"{self.invariant} ({info.label}) violated in workload {self.workload!r} under "
             f"{self.model}{fault}, target {self.target}\n"
-            f"  invariant: {info.meaning}\n"
+            f"  invariant ({info.severity}): {info.meaning}\n"
             + (f"  this crash state also breaks: {', '.join(also)}\n" if also else "")
-            + f"  crash point {self.crash_point}: after {self.last_done}, before {self.operation}\n"
+            + f"  crash point {self.crash_point}: {self.where()}\n"
             f"  crash state:\n{files}\n"
-            f"  load returned: {self.got}\n"
+            f"  {self.got_label()}: {self.got}\n"
             f"  expected: {self.expected}\n"
             f"  replay: {self.replay}"
         )
 
+    def got_label(self) -> str:
+        """What ``got`` is (:func:`got_label`)."""
+        return got_label(self.invariant, self.subject)
 
-def _order(c: Counterexample) -> tuple[int, int, str, str, str, str]:
-    severity = SEVERITIES.index(invariant_info(c.invariant).severity)
-    return (severity, c.crash_point, c.invariant, c.fault, c.state_digest, c.got)
+
+def got_label(invariant: str, subject: str) -> str:
+    """What the ``got`` of a finding is: what load returned, or for S1 and S2 (judged
+    on the operations and the files themselves, not on a load) what was found."""
+    if invariant in ("S1", "S2"):
+        return "found"
+    return f"load({subject!r}) returned"
+
+
+def counterexample_order(c: Counterexample) -> tuple[int, int, str, str, str, str, str]:
+    """Most severe first (SPEC.md §8: security, data-loss, invalid-history, semantics,
+    warning), then minimal (smallest crash point), then a total order, so a result and
+    its report do not depend on how the work was split."""
+    return (
+        severity_rank(c.invariant),
+        c.crash_point,
+        c.invariant,
+        c.subject,
+        c.state_digest,
+        c.replay,
+        c.got,
+    )
+
+
+NO_SUBJECT = (
+    "the workload made no storage call and its setup wrote no session: no load was "
+    "judged, nothing about the storage was verified"
+)
 
 
 @dataclass(slots=True)
 class EngineResult:
-    """What exploring one workload under one model found.
+    """What exploring one workload under one model found (every kind's result).
 
     Attributes:
         workload, model, target: what was explored.
         operations: mutating operations in the crash-free run.
         crash_points: crash points examined; raw_states: crash states derived;
-        cut: states the model's bound left out (0: exhaustive for this model).
+        cut: combinations the model's bounds left out, an upper bound on the distinct
+            crash states not explored (FAULT-MODEL.md §3; 0: exhaustive for this model).
         invariants: ids judged.
-        counterexamples: findings, by severity then smallest crash point.
+        counterexamples: findings, most severe first, then minimal
+            (:func:`counterexample_order`).
         warnings: findings of severity ``warning`` (never a violation).
         faults: faulted re-runs explored.
         unsupported: calls the model could not represent (verdict incomplete).
         seconds: wall time; check_seconds: rebooting, observing and judging.
         state_ids: identities of the distinct crash states.
+        subjects: subjects judged (sessions), when the kind counts them; 0 means no
+            load was judged, so nothing about the target was verified.
     """
 
     workload: str
@@ -236,6 +338,7 @@ class EngineResult:
     seconds: float = 0.0
     check_seconds: float = 0.0
     state_ids: set[str] = field(default_factory=set, repr=False)
+    subjects: int | None = field(default=None, repr=False)
 
     @property
     def distinct_states(self) -> int:
@@ -249,9 +352,109 @@ class EngineResult:
     def ok(self) -> bool:
         return not self.counterexamples and not self.unsupported
 
+    @property
+    def exhaustive(self) -> bool:
+        """Whether every crash state of the model was explored (``cut == 0``); a
+        bounded run is never called exhaustive."""
+        return self.cut == 0
+
     def killed_by(self) -> list[str]:
+        """The distinct invariant ids found, most severe class first, in registration
+        order within a class."""
         found = {c.invariant for c in self.counterexamples}
-        return [i for i in invariant_ids() if i in found]
+        return sorted((i for i in invariant_ids() if i in found), key=severity_rank)
+
+    def merge(self, other: EngineResult) -> None:
+        """Add ``other``, a disjoint part of the same exploration (another slice of the
+        fault plan or of the crash-state space), into this result."""
+        self.crash_points += other.crash_points
+        self.raw_states += other.raw_states
+        self.cut += other.cut
+        self.faults += other.faults
+        self.state_ids |= other.state_ids
+        self.invariants = tuple(dict.fromkeys(self.invariants + other.invariants))
+        self.counterexamples = sorted(
+            [*self.counterexamples, *other.counterexamples], key=counterexample_order
+        )
+        self.warnings = sorted([*self.warnings, *other.warnings], key=counterexample_order)
+        self.seconds += other.seconds
+        self.check_seconds += other.check_seconds
+        for u in other.unsupported:
+            if u not in self.unsupported:
+                self.unsupported.append(u)
+        if other.subjects is not None:
+            self.subjects = max(self.subjects or 0, other.subjects)
+
+    def assert_no_violations(self) -> None:
+        """Raise ``AssertionError`` carrying the most severe, minimal counterexample, if
+        any; or saying so when nothing was verified: no crash point examined (a crash
+        point no run has, an empty shard), no invariant checked, or no subject judged
+        (the workload made no storage call)."""
+        if self.counterexamples:
+            more = len(self.counterexamples) - 1
+            tail = f"\n  (and {more} more violation(s))" if more else ""
+            raise AssertionError(self.counterexamples[0].render() + tail)
+        # a faulted exploration of a run without operations has no fault to inject
+        nothing_to_fault = "F1" in self.invariants and not self.operations
+        if not self.crash_points and not nothing_to_fault:
+            raise AssertionError(
+                f"{self.workload} under {self.model}: no crash point was examined (a crash "
+                "point or shard no run has): nothing was verified"
+            )
+        if not self.invariants:
+            raise AssertionError(f"{self.workload}: no invariant was checked: nothing verified")
+        if self.subjects == 0:
+            raise AssertionError(f"{self.workload}: {NO_SUBJECT}")
+
+
+class FileDigests:
+    """:meth:`CrashState.digest` with each file's sha256 remembered while its bytes are
+    (crash states of neighbouring crash points share their ``bytes`` objects), and each
+    state's digest while the state is (the same state recurs at many crash points); at
+    most :attr:`LIMIT` bytes of contents are held by each memo, then it starts again."""
+
+    LIMIT = 8 * 2**20
+
+    __slots__ = ("_held", "_sha", "_state_held", "_states")
+
+    def __init__(self) -> None:
+        self._sha: dict[bytes, bytes] = {}
+        self._held = 0
+        self._states: dict[tuple[object, object], str] = {}
+        self._state_held = 0
+
+    def file(self, data: bytes) -> bytes:
+        """sha256 of ``data`` (32 bytes)."""
+        found = self._sha.get(data)
+        if found is None:
+            found = hashlib.sha256(data).digest()
+            if self._held + len(data) > self.LIMIT:
+                self._sha.clear()
+                self._held = 0
+            if len(data) <= self.LIMIT:
+                self._sha[data] = found
+                self._held += len(data)
+        return found
+
+    def state(self, state: CrashState) -> str:
+        """``state.digest()``, hex."""
+        if type(state) is not CrashState:  # a subclass may digest otherwise
+            return state.digest(self.file)
+        key = (state.files, state.dirs)  # what CrashState equality compares
+        try:
+            found = self._states.get(key)
+        except TypeError:  # a state built of lists: not hashable, not remembered
+            return state.digest(self.file)
+        if found is None:
+            found = state.digest(self.file)
+            size = sum(len(data) for _, data in state.files)
+            if self._state_held + size > self.LIMIT:
+                self._states.clear()
+                self._state_held = 0
+            if size <= self.LIMIT:
+                self._states[key] = found
+                self._state_held += size
+        return found
 
 
 W = TypeVar("W")
@@ -265,6 +468,8 @@ class Kind(Protocol, Generic[W, Obs]):  # type: ignore[misc]
     """
 
     name: str
+    subject: str
+    """What a finding without a subject of its own is about (``"the document"``)."""
 
     def invariants(self, *, faults: bool) -> tuple[str, ...]:
         """The invariant ids this kind judges (with or without injected faults)."""
@@ -284,8 +489,8 @@ class Kind(Protocol, Generic[W, Obs]):  # type: ignore[misc]
         """Findings on the run itself (an escaping write, a failed call that did not
         fail cleanly), each with the crash point it is reported at."""
 
-    def describe_state(self, state: CrashState, run: Run) -> dict[str, str]:
-        """Each file of ``state``, rendered for a report."""
+    def describe_state(self, state: CrashState, run: Run, subject: str) -> dict[str, str]:
+        """Each file of ``state``, rendered for a report about ``subject``."""
 
     def replay(self, workload: W, model: PersistenceModel, k: int, fault: Fault | None) -> str:
         """One command that replays crash point ``k`` (with ``fault``)."""
@@ -305,9 +510,40 @@ def explore_kind(
     fault_window: int | None = 1,
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
-    observed: dict[CrashState, Obs] | None = None,
+    observed: dict[str, Obs] | None = None,
 ) -> EngineResult:
-    """Explore ``workload`` of ``kind`` under ``model``.
+    """:func:`explore_models` under one model."""
+    (result,) = explore_models(
+        kind,
+        workload,
+        models=(model,),
+        target=target,
+        faults=faults,
+        crashes=crashes,
+        fault_window=fault_window,
+        crash_point=crash_point,
+        shard=shard,
+        observed=observed,
+    )
+    return result
+
+
+def explore_models(
+    kind: Kind[W, Obs],
+    workload: W,
+    *,
+    models: Sequence[PersistenceModel],
+    target: str = "",
+    faults: Sequence[Fault] = (),
+    crashes: bool = True,
+    fault_window: int | None = 1,
+    crash_point: int | None = None,
+    shard: tuple[int, int] | None = None,
+    observed: dict[str, Obs] | None = None,
+) -> list[EngineResult]:
+    """Explore ``workload`` of ``kind`` under each of ``models``: one result per model,
+    in order, each run recorded once for all of them (a recording does not depend on
+    the model).
 
     Records the crash-free run; when ``crashes``, judges every crash point of it;
     then, for each fault of ``faults``, records the run with that fault armed and
@@ -317,34 +553,47 @@ def explore_kind(
     Args:
         crash_point: only this crash point ``k``.
         shard: ``(K, N)``: only crash states whose identity falls in slice K of N.
-        observed: a cache of observations to share across explorations of one target.
+        observed: a cache of observations by state digest, to share across
+            explorations of one target.
 
     Returns:
-        an :class:`EngineResult`.
+        one :class:`EngineResult` per model.
     """
     started = time.perf_counter()
     name = kind.workload_name(workload)
     base = kind.record(workload, None)
-    result = EngineResult(
-        name,
-        model.name,
-        target,
-        operations=len(base.ops),
-        invariants=kind.invariants(faults=bool(faults)),
-        faults=len(faults),
-    )
-    cache: dict[CrashState, Obs] = observed if observed is not None else {}
-    judged = _Judge(kind, workload, model, target, result, cache, crash_point, shard)
-    _note_unsupported(result, base)
+    # a fault exploration (crashes=False) judges F1 even when its plan is empty
+    invariants = kind.invariants(faults=bool(faults) or not crashes)
+    cache: dict[str, Obs] = observed if observed is not None else {}
+    digests = FileDigests()
+    judges = []
+    for model in models:
+        result = EngineResult(
+            name,
+            model.name,
+            target,
+            operations=len(base.ops),
+            invariants=invariants,
+            faults=len(faults),
+        )
+        if crashes:
+            result.subjects = base.subjects
+        _note_unsupported(result, base)
+        judges.append(
+            _Judge(kind, workload, model, target, result, cache, digests, crash_point, shard)
+        )
     if crashes:
-        judged.run(base)
+        for judge in judges:
+            judge.run(base)
     for fault in faults:
         run = kind.record(workload, fault)
-        _note_unsupported(result, run)
         diverged = _divergence(base, run, fault)
+        for judge in judges:
+            _note_unsupported(judge.result, run)
+            if diverged is not None:
+                # A re-run that does not repeat its recording cannot be judged against it.
+                _note_unsupported(judge.result, Run(run.initial, [], [], unsupported=[diverged]))
         if diverged is not None:
-            # A re-run that does not repeat its recording cannot be judged against it.
-            _note_unsupported(result, Run(run.initial, [], [], unsupported=[diverged]))
             continue
         end = len(run.ops)
         only = (
@@ -352,11 +601,17 @@ def explore_kind(
             if fault_window is None
             else {*range(fault.at + 1, min(fault.at + 1 + fault_window, end + 1)), end}
         )
-        judged.run(run, from_point=fault.at + 1, only=only)
-    result.counterexamples.sort(key=_order)
-    result.warnings.sort(key=_order)
-    result.seconds = time.perf_counter() - started
-    return result
+        for judge in judges:
+            judge.run(run, from_point=fault.at + 1, only=only)
+    seconds = (time.perf_counter() - started) / max(len(judges), 1)
+    results = []
+    for judge in judges:
+        result = judge.result
+        result.counterexamples.sort(key=counterexample_order)
+        result.warnings.sort(key=counterexample_order)
+        result.seconds = seconds
+        results.append(result)
+    return results
 
 
 class Tally(Protocol):
@@ -381,7 +636,7 @@ def judged_crash_states(
     ``model`` (FAULT-MODEL.md §3), filtered: ``k >= from_point``, ``k`` in ``only``
     (when given), ``k == crash_point`` (when given), states in slice ``shard``.
     Counts every crash point yielded and its states cut by the model's bound into
-    ``tally`` (never silently). Every kind's judging loop runs on this."""
+    ``tally`` (never silently). The engine's judging loop runs on this."""
     points: Collection[int] | None = None
     if from_point > 0 or only is not None or crash_point is not None:
         points = {
@@ -431,7 +686,14 @@ def _note_unsupported(result: EngineResult, run: Run) -> None:
             result.unsupported.append(call)
 
 
+_UNOBSERVED = object()
+
+
 class _Judge(Generic[W, Obs]):
+    """The one loop that judges crash states (STYLE.md §15): for every crash point of a
+    run, every crash state is observed once per distinct state (by its digest) and
+    judged by the kind; findings are grouped per crash state into counterexamples."""
+
     def __init__(
         self,
         kind: Kind[W, Obs],
@@ -439,26 +701,27 @@ class _Judge(Generic[W, Obs]):
         model: PersistenceModel,
         target: str,
         result: EngineResult,
-        cache: dict[CrashState, Obs],
+        cache: dict[str, Obs],
+        digests: FileDigests,
         crash_point: int | None,
         shard: tuple[int, int] | None,
     ) -> None:
         self.kind, self.workload, self.model, self.target = kind, workload, model, target
-        self.result, self.cache = result, cache
+        self.result, self.cache, self.digests = result, cache, digests
         self.crash_point, self.shard = crash_point, shard
 
     def run(self, run: Run, *, from_point: int = 0, only: Collection[int] | None = None) -> None:
-        kind, result = self.kind, self.result
+        kind, result, cache = self.kind, self.result, self.cache
         wanted = set(result.invariants)
+        state_ids = result.state_ids
+        digest_of = self.digests.state
+        observe, judge = kind.observe, kind.judge
         by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
 
-        def add(k: int, state: CrashState, finding: Finding) -> None:
-            if finding.invariant in wanted:
-                by_state.setdefault((k, state.digest()), []).append((state, finding))
-
         for k, finding in kind.trace_findings(run):
-            if k >= from_point and self.crash_point in (None, k):
-                add(k, state_after(run, k), finding)
+            if k >= from_point and self.crash_point in (None, k) and finding.invariant in wanted:
+                state = state_after(run, k)
+                by_state.setdefault((k, digest_of(state)), []).append((state, finding))
         for k, states in judged_crash_states(
             self.model,
             run.initial,
@@ -470,27 +733,33 @@ class _Judge(Generic[W, Obs]):
             shard=self.shard,
         ):
             t0 = time.perf_counter()
+            result.raw_states += len(states)
             for state in states:
-                result.raw_states += 1
-                result.state_ids.add(state.digest())
-                if state not in self.cache:
-                    self.cache[state] = kind.observe(state)
-                for finding in kind.judge(run, k, state, self.cache[state]):
-                    add(k, state, finding)
+                digest = digest_of(state)
+                state_ids.add(digest)
+                obs = cache.get(digest, _UNOBSERVED)
+                if obs is _UNOBSERVED:
+                    obs = cache[digest] = observe(state)
+                found = judge(run, k, state, obs)  # type: ignore[arg-type]
+                if found:
+                    for finding in found:
+                        if finding.invariant in wanted:
+                            by_state.setdefault((k, digest), []).append((state, finding))
             result.check_seconds += time.perf_counter() - t0
-        for (k, _digest), found in by_state.items():
+        for (k, digest), found in by_state.items():
             broken = tuple(dict.fromkeys(f.invariant for _, f in found))
             for state, finding in found:
-                c = self._counterexample(run, k, state, finding, broken)
+                c = self._counterexample(run, k, state, digest, finding, broken)
                 if invariant_info(finding.invariant).severity == "warning":
                     result.warnings.append(c)
                 else:
                     result.counterexamples.append(c)
 
     def _counterexample(
-        self, run: Run, k: int, state: CrashState, f: Finding, broken: tuple[str, ...]
+        self, run: Run, k: int, state: CrashState, digest: str, f: Finding, broken: tuple[str, ...]
     ) -> Counterexample:
         ops = run.ops
+        subject = f.subject or self.kind.subject
         return Counterexample(
             f.invariant,
             broken,
@@ -498,11 +767,11 @@ class _Judge(Generic[W, Obs]):
             self.model.name,
             self.target,
             k,
-            ops[k].render() if k < len(ops) else "(no crash: the run completed)",
-            ops[k - 1].render() if k > 0 else "(nothing)",
-            f.subject,
-            self.kind.describe_state(state, run),
-            state.digest(),
+            ops[k].render() if k < len(ops) else RUN_DONE,
+            ops[k - 1].render() if k > 0 else NOTHING_DONE,
+            subject,
+            self.kind.describe_state(state, run, subject),
+            digest,
             f.expected,
             f.got,
             self.kind.replay(self.workload, self.model, k, run.fault),
@@ -512,14 +781,15 @@ class _Judge(Generic[W, Obs]):
 
 def state_after(run: Run, k: int) -> CrashState:
     """The process-crash state after the first ``k`` operations of ``run``."""
-    for point in crash_points(PROCESS_CRASH, run.initial, run.ops[:k]):
+    for point in crash_points(PROCESS_CRASH, run.initial, run.ops[:k], points=(k,)):
         if point.index == k:
             return point.states[0]
     raise ValueError(k)
 
 
 def fault_spec(fault: Fault) -> str:
-    """``AT:NAME`` as ``--fault`` takes it: ``3:ENOSPC``, ``5:short-write``, ``7:fsync-lost``."""
+    """``AT:NAME`` as ``--fault`` takes it: ``3:ENOSPC``, ``5:short-write``,
+    ``5:short-count``, ``7:fsync-lost``."""
     if fault.kind is FaultKind.ERROR:
         return f"{fault.at}:{errno.errorcode[fault.errno]}"
     return f"{fault.at}:{fault.kind.value}"

@@ -692,7 +692,7 @@ class ExecDocumentKind(DocumentKind):
                 if only is not None and point.index not in only:
                     continue
                 for s in point.states:
-                    if s not in self.observed:
+                    if s.digest() not in self.observed:
                         todo[s] = None
         self.prefetch(list(todo))
         return run
@@ -703,11 +703,11 @@ class ExecDocumentKind(DocumentKind):
             return
         if self.jobs == 1 or len(states) == 1:
             for s in states:
-                self.observed[s] = self.observe(s)
+                self.observed[s.digest()] = self.observe(s)
             return
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             for s, obs in zip(states, pool.map(self.observe, states), strict=True):
-                self.observed[s] = obs
+                self.observed[s.digest()] = obs
 
     def replay(
         self, workload: DocWorkload, model: PersistenceModel, k: int, fault: Fault | None
@@ -1057,14 +1057,8 @@ def verify_exec_state_storage(
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace, a bad command,
     a clean save that fails), TargetTimeout, KeyError (an unknown workload)."""
-    from ._conformance import (
-        _engine_result,
-        _preflight,
-        run_conformance,
-        selected_workloads,
-    )
-    from ._explore import explore
-    from ._faults import explore_faults_models
+    from ._conformance import _preflight, run_conformance, selected_workloads
+    from ._explore import explore_agent
     from ._targets import Target
     from ._verify import VerifyResult
     from ._workload import BASE_DIR
@@ -1086,11 +1080,15 @@ def verify_exec_state_storage(
     runner.detect_batch()
     jobs = max(1, jobs)
 
+    replay = (
+        f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} --workload"
+    )
+
     def crashes(task: tuple[Any, PersistenceModel]) -> EngineResult:
         w, m = task
-        r = _engine_result(explore(w, model=m, target=tgt, crash_point=crash_point), name, flags)
-        for c in r.counterexamples:
-            object.__setattr__(c, "replay", _state_storage_replay(command, c, flags))
+        (r,) = explore_agent(
+            w, models=[m], target=tgt, crash_point=crash_point, name=name, command=replay
+        )
         return r
 
     def faulted(w: Any) -> list[EngineResult]:
@@ -1100,13 +1098,9 @@ def verify_exec_state_storage(
             from ._explore import record
 
             plan = exec_fault_plan(record(w, tgt).ops)
-        out = []
-        for r in explore_faults_models(w, models=models, target=tgt, faults=plan):
-            e = _engine_result(r, name, flags)
-            for c in e.counterexamples:
-                object.__setattr__(c, "replay", _state_storage_replay(command, c, flags))
-            out.append(e)
-        return out
+        return explore_agent(
+            w, models=models, target=tgt, faults=plan, crashes=False, name=name, command=replay
+        )
 
     conformance: Future[list[tuple[Any, str | None]]] | None = None
     apart = runner.sharing()
@@ -1246,14 +1240,6 @@ def _layout(state: CrashState, sid: str, base: str) -> tuple[str, ...]:
 def _load_request(session_id: str) -> bytes:
     """The request :meth:`ExecStateStorage.load` sends (the cache key of its reply)."""
     return _request("load", session_id)
-
-
-def _state_storage_replay(command: str, c: Any, flags: str) -> str:
-    fault = f" --fault {c.fault}" if getattr(c, "fault", "") else ""
-    return (
-        f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} "
-        f"--workload {c.workload} --model {c.model}{fault} --crash-point {c.crash_point}"
-    )
 
 
 _EXACT = 2**53

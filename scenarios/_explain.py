@@ -1022,11 +1022,12 @@ class _DocSearch(_Search):
         """The invariants ``state`` (at crash point ``k`` of ``workload``) breaks, with
         what load had to give, what it gave, and a replay command."""
         run = self.doc.record(workload, None)
-        if state not in self.doc.observed:
-            self.doc.observed[state] = self.doc.observe(state)
+        digest = state.digest()
+        if digest not in self.doc.observed:
+            self.doc.observed[digest] = self.doc.observe(state)
         found = [
             f
-            for f in self.doc.judge(run, k, state, self.doc.observed[state])
+            for f in self.doc.judge(run, k, state, self.doc.observed[digest])
             if f.invariant != "A5"  # a warning (SPEC.md §10), never a fault
         ]
         replay = self.doc.replay(workload, model, k, None)
@@ -1362,7 +1363,7 @@ def replay_state_storage(
 
     w = _user_state_workload(workload)
     result = explore(w, model=model, target=_state_target(target), crash_point=k)
-    return [(v.invariant, v.state_digest) for v in result.violations if v.session_id == "s1"]
+    return [(v.invariant, v.state_digest) for v in result.counterexamples if v.subject == "s1"]
 
 
 def replay_document(

@@ -1,6 +1,11 @@
-"""Exploration: record a workload once, derive every crash state, reboot, check.
+"""The agent-state kind: the reference storage's workloads judged by the engine.
 
-:func:`explore` is the plain entry point (STYLE.md §8)::
+:class:`AgentStateKind` implements the engine's :class:`~crashpoint.scenarios._engine.Kind`
+for storages of agent state (SPEC.md §6): a workload of the catalogue is run once on
+a recording filesystem; every crash state is rebooted on a fresh
+:class:`~crashpoint.faultfs.MemoryFileSystem` with a fresh storage, every session is
+loaded and judged against SPEC.md §8. :func:`explore` is the plain entry point
+(STYLE.md §8)::
 
     result = explore(SCENARIOS["three-saves"], model=PROCESS_CRASH)
     result.assert_no_violations()
@@ -10,10 +15,8 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
 import math
-import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core import AgentState, ErrorCode, FileStateStorage, encode_bytes
@@ -22,12 +25,12 @@ from ..faultfs import (
     PROCESS_CRASH,
     CrashState,
     Fault,
+    FaultKind,
     MemoryFileSystem,
     Op,
     OpKind,
     PersistenceModel,
     RecordingFileSystem,
-    crash_points,
     get_model,
 )
 from ._checkers import (
@@ -41,209 +44,41 @@ from ._checkers import (
     judge,
     observe,
     secrets_in_state,
-    severity_rank,
     v1_required,
 )
-from ._engine import judged_crash_states
+from ._engine import (
+    EngineResult,
+    FileDigests,
+    Finding,
+    InvariantInfo,
+    Run,
+    Step,
+    explore_models,
+    fault_spec,
+    register_invariants,
+)
 from ._targets import TARGETS, Factory, Target, get_target
 from ._usertarget import a_storage, exits_refused
 from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
-__all__ = ["SECRETS", "Checker", "ExplorationResult", "Recording", "Violation", "explore", "record"]
+__all__ = [
+    "SECRETS",
+    "AgentStateKind",
+    "Recording",
+    "explore",
+    "explore_agent",
+    "record",
+    "resolve",
+]
 
 SECRETS: tuple[str, ...] = ("sk-crashpoint-test-SECRET-0001",)
 """Secret values a runtime holds (an API key); no file may ever contain one (S2)."""
 
 _ROOT_DIRS = ("/data",)
 
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A counterexample: one invariant failing in one crash state.
-
-    Attributes:
-        invariant: the invariant id (``"R1"`` ...).
-        scenario: the workload's name.
-        model: the persistence model's name.
-        target: the storage's target name.
-        crash_point: ``k``, the number of operations done before the crash.
-        operation: the operation that did not run, rendered (``"(end of run)"`` if none).
-        last_done: the last operation that did run, rendered.
-        session_id: the session judged.
-        crash_state: each session file, rendered (``{"s1.json": "empty", ...}``).
-        state_digest: the crash state's identity.
-        expected: what load had to give.
-        got: what load gave.
-        replay: one command that replays this counterexample.
-        fault: the injected fault (``AT:NAME``), or ``""`` for a plain crash.
-    """
-
-    invariant: str
-    scenario: str
-    model: str
-    target: str
-    crash_point: int
-    operation: str
-    last_done: str
-    session_id: str
-    crash_state: Mapping[str, str]
-    state_digest: str
-    expected: str
-    got: str
-    replay: str
-    fault: str = ""
-
-    def where(self) -> str:
-        """The crash point in words: between which operations the machine stopped, or
-        that the run completed (or issued no operation) and no crash happened."""
-        return crash_point_words(self.crash_point, self.last_done, self.operation)
-
-    def render(self) -> str:
-        inv = Invariant(self.invariant)
-        files = render_files(self.crash_state)
-        fault = f", injected fault {self.fault}" if self.fault else ""
-        return (
-            f"{self.invariant} ({inv.label}) violated in scenario {self.scenario!r} under "
-            f"{self.model}{fault}, target {self.target}\n"
-            f"  invariant ({inv.severity}): {inv.meaning}\n"
-            f"  crash point {self.crash_point}: {self.where()}\n"
-            f"  crash state:\n{files}\n"
-            f"  {got_label(self.invariant, self.session_id)}: {self.got}\n"
-            f"  expected: {self.expected}\n"
-            f"  replay: {self.replay}"
-        )
-
-
-_NOTHING_DONE = "(nothing)"
-_RUN_DONE = "(no crash: the run completed)"
-
-
-def crash_point_words(k: int, last_done: str, operation: str) -> str:
-    """Where crash point ``k`` lies, said plainly (``last_done``/``operation`` as a
-    :class:`Violation` holds them)."""
-    if operation == _RUN_DONE:
-        if last_done == _NOTHING_DONE:
-            return "no crash; the run issued no file operation (the disk as it started)"
-        return f"no crash; the run completed (its last operation: {last_done})"
-    if last_done == _NOTHING_DONE:
-        return f"before the first operation, {operation} (nothing done yet)"
-    return f"after {last_done}, before {operation}"
-
-
-def got_label(invariant: str, session_id: str) -> str:
-    """What the ``got`` of a finding is: what load returned, or for S1 and S2 (judged
-    on the operations and the files themselves, not on a load) what was found."""
-    if invariant in (Invariant.S1.value, Invariant.S2.value):
-        return "found"
-    return f"load({session_id!r}) returned"
-
-
-def render_files(crash_state: Mapping[str, str], indent: str = "    ") -> str:
-    """One line per file of a rendered crash state; an empty disk says so."""
-    if not crash_state:
-        return f"{indent}(empty: no files)"
-    return "\n".join(f"{indent}{name}: {what}" for name, what in crash_state.items())
-
-
-NO_SESSION = (
-    "the workload made no storage call and its setup wrote no session: no load was "
-    "judged, nothing about the storage was verified"
-)
-
-
-@dataclass(slots=True)
-class ExplorationResult:
-    """What exploring one workload under one model found.
-
-    Attributes:
-        scenario, model, target: what was explored.
-        operations: mutating operations in the recorded run.
-        crash_points: crash points examined (``operations + 1`` unless restricted).
-        raw_states: crash states derived, before deduplication.
-        distinct_states: distinct crash states rebooted and loaded.
-        cut: combinations the model's enumeration bounds left out, an upper bound on
-            the distinct crash states not explored (FAULT-MODEL.md §3; 0: exhaustive).
-        invariants: ids of the invariants checked.
-        violations: every counterexample, most severe first (SPEC.md §8 classes:
-            security, data-loss, invalid-history, semantics, warning), then minimal
-            (smallest crash point).
-        seconds: wall time of the whole exploration.
-        check_seconds: time spent rebooting, loading and judging crash states.
-        faults: faulted re-runs explored (0: crashes only).
-        state_ids: identities of the distinct crash states (to merge split runs).
-        sessions: sessions judged, when known (:func:`explore` sets it: those the
-            setup wrote and those the workload's storage calls named); 0 means no
-            load was judged at all, so nothing about the storage was verified.
-    """
-
-    def merge(self, other: ExplorationResult) -> None:
-        """Add ``other``, a disjoint part of the same exploration (another slice of the
-        fault plan or of the crash-state space), into this result."""
-        self.crash_points += other.crash_points
-        self.raw_states += other.raw_states
-        self.cut += other.cut
-        self.faults += other.faults
-        self.state_ids |= other.state_ids
-        self.distinct_states = len(self.state_ids)
-        self.violations = sorted([*self.violations, *other.violations], key=violation_order)
-        self.seconds += other.seconds
-        self.check_seconds += other.check_seconds
-        if other.sessions is not None:
-            self.sessions = max(self.sessions or 0, other.sessions)
-
-    scenario: str
-    model: str
-    target: str
-    operations: int = 0
-    crash_points: int = 0
-    raw_states: int = 0
-    distinct_states: int = 0
-    cut: int = 0
-    invariants: tuple[str, ...] = ()
-    violations: list[Violation] = field(default_factory=list)
-    seconds: float = 0.0
-    check_seconds: float = 0.0
-    faults: int = 0
-    state_ids: set[str] = field(default_factory=set, repr=False)
-    sessions: int | None = field(default=None, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    @property
-    def exhaustive(self) -> bool:
-        """Whether every crash state of the model was explored (``cut == 0``); a
-        bounded run is never called exhaustive."""
-        return self.cut == 0
-
-    def killed_by(self) -> list[str]:
-        """The distinct invariant ids violated, most severe class first, in catalogue
-        order within a class."""
-        found = {v.invariant for v in self.violations}
-        ids = [i.value for i in INVARIANTS if i.value in found]
-        return sorted(ids, key=severity_rank)
-
-    def assert_no_violations(self) -> None:
-        """Raise ``AssertionError`` carrying the most severe, minimal counterexample, if
-        any; or saying so when nothing was verified: no crash point examined (a crash
-        point no run has, an empty shard), no invariant checked, or no session judged
-        (the workload made no storage call)."""
-        if self.violations:
-            more = len(self.violations) - 1
-            tail = f"\n  (and {more} more violation(s))" if more else ""
-            raise AssertionError(self.violations[0].render() + tail)
-        # a faulted exploration of a run without operations has no fault to inject
-        nothing_to_fault = "F1" in self.invariants and not self.operations
-        if not self.crash_points and not nothing_to_fault:
-            raise AssertionError(
-                f"{self.scenario} under {self.model}: no crash point was examined (a crash "
-                "point or shard no run has): nothing was verified"
-            )
-        if not self.invariants:
-            raise AssertionError(f"{self.scenario}: no invariant was checked: nothing verified")
-        if self.sessions == 0:
-            raise AssertionError(f"{self.scenario}: {NO_SESSION}")
+register_invariants(
+    InvariantInfo(i.value, i.label, i.severity, i.meaning) for i in INVARIANTS
+)  # SPEC.md §8; S1 is the engine's CONFINED, the same text
 
 
 @dataclass(slots=True)
@@ -335,31 +170,272 @@ def resolve(
     return model, target
 
 
-def new_result(
-    workload: Workload,
-    model: PersistenceModel,
-    target: Target,
-    wanted: set[Invariant],
-    *,
-    operations: int,
-    faults: int = 0,
-) -> ExplorationResult:
-    """An empty result for exploring ``workload`` (invariants in catalogue order)."""
-    return ExplorationResult(
-        workload.name,
-        model.name,
-        target.name,
-        operations=operations,
-        invariants=tuple(i.value for i in INVARIANTS if i in wanted),
-        faults=faults,
-    )
-
-
 def _wanted(checker: Iterable[Invariant | str] | None, *, faults: bool) -> set[Invariant]:
     chosen = {Invariant(i) for i in (checker if checker is not None else INVARIANTS)}
     if not faults:
         chosen.discard(Invariant.F1)  # F1 needs injected faults (explore_faults)
     return chosen
+
+
+@dataclass(slots=True)
+class _AgentRun:
+    """What the agent kind keeps of one recorded run while the engine judges it."""
+
+    recording: Recording
+    short_count: bool = False
+    begins: list[int] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    folded: dict[tuple[int, int], dict[str, Expectation]] = field(default_factory=dict)
+    labelled: dict[int, Expect] = field(default_factory=dict)
+    judged: dict[tuple[int, int], list[tuple[Invariant, str] | None]] = field(default_factory=dict)
+    leaked: set[tuple[str, str]] = field(default_factory=set)
+    step_k: int = -1
+    step: dict[str, Expectation] = field(default_factory=dict)
+
+
+_EXPLORE = "crashpoint explore --scenario"
+
+
+class AgentStateKind:
+    """The agent-state kind for one target (SPEC.md §6, §8): its workloads are the
+    catalogue's (:data:`~crashpoint.scenarios.SCENARIOS`), its observation of a crash
+    state is a load of every session (with C1's load_or_create and V1's refusal check),
+    its invariants R1…S2 and I1 (and a workload's own, N1, H1, T1).
+
+    Keeps the per-crash-state caches across every run it records (the faulted re-runs
+    of a workload share most of their crash states): equal loaded states are kept
+    once and loads are memoised by what they read (:class:`_LoadMemo`), so memory does
+    not grow with the files of the crash states (issue 11).
+
+    Args:
+        target: the storage.
+        checker: the invariants to judge (default: all but F1, which needs faults).
+    """
+
+    name = "agent-state"
+    subject = "the session"
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        checker: Iterable[Invariant | str] | None = None,
+        command: str = "",
+    ) -> None:
+        self.target = target
+        self.command = command or _EXPLORE
+        """The replay command up to the workload's name (``crashpoint explore
+        --scenario``; a user storage's ``crashpoint verify SPEC --kind state-storage
+        --workload``)."""
+        self.checker = checker
+        self.wanted = _wanted(checker, faults=True)
+        self._states = _EqualStates()
+        self._digests = FileDigests()
+        self._loads = _LoadMemo(self._digests.file)
+        self.probed: dict[str, object] = {}
+        self.leaks: dict[str, list[tuple[str, str]]] = {}
+        self._known_for: Recording | None = None
+        self._known: dict[bytes, str] = {}
+        self._rendered: dict[tuple[str, str], dict[str, str]] = {}
+        self.workload: Workload | None = None
+        """The workload the kind is judging (its own probe and check, if any)."""
+        self._sessions: Sequence[str] = ()
+        self.refuse_silent = True
+        """Refuse a user storage whose saves acknowledge nothing on the crash-free run
+        (:func:`~crashpoint.scenarios._conformance.refuse_silent_saves`)."""
+
+    # --- the Kind protocol ------------------------------------------------------------
+    def workload_name(self, workload: Workload) -> str:
+        return workload.name
+
+    def invariants(self, *, faults: bool) -> tuple[str, ...]:
+        wanted = _wanted(self.checker, faults=faults)
+        return tuple(i.value for i in INVARIANTS if i in wanted)
+
+    def record(self, workload: Workload, fault: Fault | None) -> Run:
+        self.workload = workload
+        rec = record(workload, self.target, fault=fault)
+        if fault is None and self.refuse_silent:
+            from ._conformance import refuse_silent_saves  # lazy: the conformance suite
+
+            refuse_silent_saves(rec.calls, self.target, rec.ops)  # a user target's
+        self._sessions = rec.sessions
+        for call in rec.calls:  # a load equal to a saved state shares its value
+            if call.saved is not None and call.saved.state is not None:
+                self._states.offer(call.saved.state)
+        steps = [Step(c.label, c.begin, c.end, c.error, payload=c) for c in rec.calls]
+        data = _AgentRun(
+            rec,
+            begins=[c.begin for c in rec.calls],  # calls are sequential: both sorted
+            ends=[math.inf if c.end is None else c.end for c in rec.calls],
+        )
+        if fault is not None:
+            # A short count is no failure: the call must finish the write and return
+            # normally, so F1 does not apply; a save acknowledged over a cut file is R1.
+            data.short_count = (
+                fault.kind is FaultKind.SHORT_COUNT
+                and fault.at < len(rec.ops)
+                and rec.ops[fault.at].errno is None
+            )
+        return Run(rec.initial, rec.ops, steps, fault, subjects=len(rec.sessions), data=data)
+
+    def observe(self, state: CrashState) -> _Probed:
+        probed = _probe(state, self._sessions, self.target, self.wanted, self._states, self._loads)
+        return self._states.shared(probed)
+
+    def trace_findings(self, run: Run) -> list[tuple[int, Finding]]:
+        rec: Recording = run.data.recording
+        first = rec.sessions[0] if rec.sessions else ""
+        out: list[tuple[int, Finding]] = []
+        fault = run.fault
+        if fault is not None and not run.data.short_count:
+            hit = next(
+                (
+                    c
+                    for c in rec.calls
+                    if c.begin <= fault.at and (c.end is None or fault.at < c.end)
+                ),
+                None,
+            )
+            if hit is not None and (
+                hit.error != "state_save_failed" or hit.retryability != "conditional"
+            ):
+                got = (
+                    f"{hit.label} returned normally"
+                    if hit.error is None
+                    else f"{hit.label} raised {hit.error}"
+                    + (f" ({hit.retryability})" if hit.retryability else "")
+                )
+                out.append(
+                    (
+                        fault.at + 1,
+                        Finding(
+                            "F1",
+                            f"{hit.kind.value} raises state_save_failed (conditional) after "
+                            f"{fault.render()}",
+                            got,
+                            hit.session_id,
+                        ),
+                    )
+                )
+        # S1 judges the trace itself: an operation aimed outside the base directory is
+        # a finding whether or not it succeeded and whether or not a crash follows it.
+        for op in confinement_violations(rec.ops, BASE_DIR):
+            failed = "" if op.errno is None else " (it failed, but was attempted)"
+            out.append(
+                (
+                    op.index + 1,
+                    Finding(
+                        "S1",
+                        f"no operation outside {BASE_DIR}",
+                        op.render() + failed,
+                        _session_of(rec.calls, op.index, first),
+                    ),
+                )
+            )
+        return out
+
+    def judge(self, run: Run, k: int, state: CrashState, observation: _Probed) -> list[Finding]:
+        data: _AgentRun = run.data
+        rec = data.recording
+        sessions = rec.sessions
+        wanted = self.wanted
+        if k != data.step_k:
+            # What was acknowledged changes only where a call begins or returns: fold
+            # the calls once per such step, not once per crash point.
+            step = (bisect.bisect_right(data.begins, k), bisect.bisect_right(data.ends, k))
+            exps = data.folded.get(step)
+            if exps is None:
+                exps = data.folded[step] = {
+                    sid: expectation(
+                        rec.calls, rec.expects.get(sid), sid, k, labelled=data.labelled
+                    )
+                    for sid in sessions
+                }
+            data.step_k, data.step = k, exps
+        exps = data.step
+        obs_by_sid, c1_by_sid, v1_by_sid = observation
+        out: list[Finding] = []
+        first = sessions[0] if sessions else ""
+        if Invariant.S2 in wanted:
+            # S2 judges every file of every crash state (SPEC.md §8): each leaking file
+            # is reported once, at the first crash point and state where it holds it.
+            digest = self._digests.state(state)
+            for path, secret in self._leaks(state, digest):
+                if (path, secret) not in data.leaked:
+                    data.leaked.add((path, secret))
+                    out.append(
+                        Finding(
+                            "S2",
+                            "no secret in any file",
+                            f"{path} holds {secret[:6]}… ({len(secret)} characters)",
+                            first,
+                        )
+                    )
+        # A state and a step judged before (equal probe results are one object; each
+        # step's expectations too) judge the same.
+        verdicts = data.judged.get((id(observation), id(exps)))
+        if verdicts is None:
+            verdicts = data.judged[id(observation), id(exps)] = [
+                judge(obs_by_sid[sid], exps[sid], v1=v1_by_sid[sid]) for sid in sessions
+            ]
+        at_end = k == len(run.ops) and run.fault is not None and not data.short_count
+        for sid, verdict in zip(sessions, verdicts, strict=True):
+            if verdict is not None:
+                inv = verdict[0]
+                if at_end and inv in (Invariant.R1, Invariant.D1):
+                    inv = Invariant.F1  # no crash after a fault: the failure was not clean
+                if inv in wanted:
+                    out.append(Finding(inv.value, verdict[1], obs_by_sid[sid].describe(), sid))
+            if c1_by_sid.get(sid):
+                out.append(
+                    Finding(
+                        "C1",
+                        f"load_or_create raises {obs_by_sid[sid].code} and writes nothing",
+                        "load_or_create wrote to the disk",
+                        sid,
+                    )
+                )
+        workload = self.workload
+        if workload is not None and workload.probe is not None and workload.check is not None:
+            digest = self._digests.state(state)
+            probed = self.probed.get(digest, _NOT_PROBED)
+            if probed is _NOT_PROBED:
+                probed = self.probed[digest] = workload.probe(state, self.target.factory)
+            for f in workload.check(probed, k, rec.marks_before(k)):
+                if Invariant(f.invariant) in wanted:
+                    out.append(f)
+        return out
+
+    def describe_state(self, state: CrashState, run: Run, subject: str) -> dict[str, str]:
+        rec: Recording = run.data.recording
+        if rec is not self._known_for:
+            self._known_for, self._known, self._rendered = rec, _known_blobs(rec), {}
+        digest = self._digests.state(state)
+        rendered = self._rendered.get((digest, subject))
+        if rendered is None:
+            storage = self.target(MemoryFileSystem(state), BASE_DIR)
+            rendered = self._rendered[digest, subject] = _render_state(
+                state, subject, storage, self._known
+            )
+        return rendered
+
+    def replay(
+        self, workload: Workload, model: PersistenceModel, k: int, fault: Fault | None
+    ) -> str:
+        extra = f" --fault {fault_spec(fault)}" if fault is not None else ""
+        return (
+            f"{self.command} {workload.name}"
+            + (f" --target {self.target.name}" if self.command == _EXPLORE else "")
+            + f" --model {model.name}{extra} --crash-point {k}"
+        )
+
+    # --- helpers ----------------------------------------------------------------------
+    def _leaks(self, state: CrashState, digest: str) -> list[tuple[str, str]]:
+        found = self.leaks.get(digest)
+        if found is None:
+            found = self.leaks[digest] = secrets_in_state(state, SECRETS) or _NO_LEAKS
+        return found
 
 
 @decode_memo()  # one content-addressed decode memo per exploration (issue 11)
@@ -371,7 +447,7 @@ def explore(
     checker: Iterable[Invariant | str] | None = None,
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
-) -> ExplorationResult:
+) -> EngineResult:
     """Explore every crash point of ``workload`` under ``model`` against ``target``.
 
     Records the workload once, derives each crash point's crash states, reboots each
@@ -389,271 +465,53 @@ def explore(
             slice K of N; the N shards together cover every state exactly once.
 
     Returns:
-        an :class:`ExplorationResult`; violations sorted minimal first.
+        the engine's result (:data:`~crashpoint.scenarios.ExplorationResult`);
+        counterexamples sorted most severe, then minimal, first.
     """
-    started = time.perf_counter()
     model, target = resolve(model, target)
-    wanted = _wanted(checker, faults=False)
-    from ._conformance import refuse_silent_saves
-
-    with exits_refused():  # a target's os._exit must not end the run as a pass
-        recording = record(workload, target)
-        refuse_silent_saves(recording.calls, target, recording.ops)  # a user target's
-        result = new_result(workload, model, target, wanted, operations=len(recording.ops))
-        checker_run = Checker(workload, model, target, wanted)
-        checker_run.check(recording, result, crash_point=crash_point, shard=shard)
-    checker_run.finish(result)
-    result.sessions = len(recording.sessions)
-    result.seconds = time.perf_counter() - started
+    (result,) = explore_agent(
+        workload,
+        models=[model],
+        target=target,
+        checker=checker,
+        crash_point=crash_point,
+        shard=shard,
+    )
     return result
 
 
-class Checker:
-    """Judges recordings of one workload against one target under one model.
-
-    Keeps the per-crash-state cache (reboot + load happen once per distinct state,
-    across every recording it checks: the faulted re-runs of a workload share most
-    of their crash states), keyed by the state's digest: it holds what the verdicts
-    need (each load's outcome, equal loaded states and equal outcomes kept once), never
-    a crash state's files, so its memory does not grow with them (issue 11).
-    """
-
-    def __init__(
-        self,
-        workload: Workload,
-        model: PersistenceModel,
-        target: Target,
-        wanted: set[Invariant],
-    ) -> None:
-        self.workload = workload
-        self.model = model
-        self.target = target
-        self.wanted = wanted
-        # Per distinct crash state, by its identity (CrashState.digest): the verdict
-        # material, never the state's files, and no decoded state of its own (equal
-        # loaded states are kept once, in ``_states``): memory does not grow with the
-        # files of the crash states (issue 11).
-        self.observed: dict[str, _Probed] = {}
-        self.probed: dict[str, object] = {}
-        self.leaks: dict[str, list[tuple[str, str]]] = {}
-        self.check_seconds = 0.0
-        self._states = _EqualStates()
-        self._digests = _FileDigests()
-        self._loads = _LoadMemo(self._digests.file)
-        # Violations of one recording share its known snapshots and their renderings.
-        self._known_for: Recording | None = None
-        self._known: dict[bytes, str] = {}
-        self._rendered: dict[tuple[str, str], dict[str, str]] = {}
-
-    def violation(
-        self,
-        recording: Recording,
-        inv: Invariant,
-        k: int,
-        state: CrashState,
-        sid: str,
-        expected: str,
-        got: str,
-        *,
-        extra: str = "",
-    ) -> Violation:
-        ops = recording.ops
-        replay = (
-            f"crashpoint explore --scenario {self.workload.name} --target {self.target.name} "
-            f"--model {self.model.name}{extra} --crash-point {k}"
-        )
-        if recording is not self._known_for:
-            self._known_for, self._known, self._rendered = recording, _known_blobs(recording), {}
-        digest = self._digests.state(state)
-        rendered = self._rendered.get((digest, sid))
-        if rendered is None:
-            storage = self.target(MemoryFileSystem(state), BASE_DIR)
-            rendered = self._rendered[digest, sid] = _render_state(state, sid, storage, self._known)
-        return Violation(
-            inv.value,
-            self.workload.name,
-            self.model.name,
-            self.target.name,
-            k,
-            ops[k].render() if k < len(ops) else _RUN_DONE,
-            ops[k - 1].render() if k > 0 else _NOTHING_DONE,
-            sid,
-            rendered,
-            digest,
-            expected,
-            got,
-            replay,
-            extra.removeprefix(" --fault ") if extra.startswith(" --fault ") else "",
-        )
-
-    def check(
-        self,
-        recording: Recording,
-        result: ExplorationResult,
-        *,
-        crash_point: int | None = None,
-        shard: tuple[int, int] | None = None,
-        from_point: int = 0,
-        only: Collection[int] | None = None,
-        extra: str = "",
-        end_invariant: Invariant | None = None,
-    ) -> None:
-        """Judge every crash point ``k >= from_point`` of ``recording`` into ``result``
-        (only those in ``only``, when given).
-
-        ``end_invariant``: the invariant a finding at the end of the run (no crash)
-        is reported under (F1 for a faulted run), instead of R1/D1.
-        """
-        wanted = self.wanted
-        ops = recording.ops
-        sessions = recording.sessions
-        for call in recording.calls:  # a load equal to a saved state shares its value
-            if call.saved is not None and call.saved.state is not None:
-                self._states.offer(call.saved.state)
-        first = sessions[0] if sessions else ""
-        out = result.violations
-
-        def emit(inv: Invariant, k: int, st: CrashState, sid: str, exp: str, got: str) -> None:
-            out.append(self.violation(recording, inv, k, st, sid, exp, got, extra=extra))
-
-        # S1 judges the trace itself: an operation aimed outside the base directory is
-        # a finding whether or not it succeeded and whether or not a crash follows it.
-        if Invariant.S1 in wanted:
-            for op in confinement_violations(ops, BASE_DIR):
-                k = op.index + 1
-                if k >= from_point and crash_point in (None, k):
-                    failed = "" if op.errno is None else " (it failed, but was attempted)"
-                    emit(
-                        Invariant.S1,
-                        k,
-                        _state_after(recording, k),
-                        _session_of(recording.calls, op.index, first),
-                        f"no operation outside {BASE_DIR}",
-                        op.render() + failed,
-                    )
-        # S2 judges every file of every crash state (SPEC.md §8): each leaking file is
-        # reported once, at the first crash point and state where it holds the secret.
-        leaked: set[tuple[str, str]] = set()
-
-        begins = [c.begin for c in recording.calls]  # calls are sequential: both sorted
-        ends = [math.inf if c.end is None else c.end for c in recording.calls]
-        folded: dict[tuple[int, int], dict[str, Expectation]] = {}
-        judged: dict[tuple[int, int], list[tuple[Invariant, str] | None]] = {}
-        labelled: dict[int, Expect] = {}  # each save's outcome, shared by the folds
-        workload = self.workload
-        check_s2 = Invariant.S2 in wanted
-        # The engine enumerates, filters and counts the crash states (it knows no
-        # kind); judging them against SPEC.md §8 is this kind's part.
-        for k, states in judged_crash_states(
-            self.model,
-            recording.initial,
-            ops,
-            result,
-            from_point=from_point,
-            only=only,
+def explore_agent(
+    workload: Workload,
+    *,
+    models: Sequence[PersistenceModel],
+    target: Target,
+    checker: Iterable[Invariant | str] | None = None,
+    faults: Sequence[Fault] | None = None,
+    crashes: bool = True,
+    crash_point: int | None = None,
+    shard: tuple[int, int] | None = None,
+    crash_window: int | None = 1,
+    name: str = "",
+    command: str = "",
+) -> list[EngineResult]:
+    """The agent kind through the engine: ``workload`` against ``target`` under each of
+    ``models``, crash-free run (when ``crashes``) and every fault of ``faults``.
+    ``name``: the target as results name it (default its own name); ``command``: the
+    replay command up to the workload's name (:class:`AgentStateKind`)."""
+    kind = AgentStateKind(target, checker=checker, command=command)
+    kind.refuse_silent = crashes
+    with exits_refused():  # a target's os._exit must not end the run as a pass
+        return explore_models(
+            kind,
+            workload,
+            models=models,
+            target=name or target.name,
+            faults=list(faults or ()),
+            crashes=crashes,
+            fault_window=crash_window,
             crash_point=crash_point,
             shard=shard,
-        ):
-            t0 = time.perf_counter()
-            # What was acknowledged changes only where a call begins or returns: fold
-            # the calls once per such step, not once per crash point.
-            step = (bisect.bisect_right(begins, k), bisect.bisect_right(ends, k))
-            exps = folded.get(step)
-            if exps is None:
-                exps = folded[step] = {
-                    sid: expectation(
-                        recording.calls, recording.expects.get(sid), sid, k, labelled=labelled
-                    )
-                    for sid in sessions
-                }
-            at_end = k == len(ops)
-            for state in states:
-                result.raw_states += 1
-                digest = self._digests.state(state)
-                cached = self.observed.get(digest)
-                if cached is None:
-                    cached = _probe(state, sessions, self.target, wanted, self._states, self._loads)
-                    cached = self.observed[digest] = self._states.shared(cached)
-                obs_by_sid, c1_by_sid, v1_by_sid = cached
-                if check_s2:
-                    for path, secret in self._leaks(state, digest):
-                        if (path, secret) not in leaked:
-                            leaked.add((path, secret))
-                            emit(
-                                Invariant.S2,
-                                k,
-                                state,
-                                first,
-                                "no secret in any file",
-                                f"{path} holds {secret[:6]}… ({len(secret)} characters)",
-                            )
-                # A state and a step judged before (equal probe results are one object,
-                # kept in ``observed``; each step's expectations too) judge the same.
-                verdicts = judged.get((id(cached), id(exps)))
-                if verdicts is None:
-                    verdicts = judged[id(cached), id(exps)] = [
-                        judge(obs_by_sid[sid], exps[sid], v1=v1_by_sid[sid]) for sid in sessions
-                    ]
-                for sid, verdict in zip(sessions, verdicts, strict=True):
-                    obs = obs_by_sid[sid]
-                    if verdict is not None:
-                        inv = verdict[0]
-                        if (
-                            end_invariant is not None
-                            and at_end
-                            and inv in (Invariant.R1, Invariant.D1)
-                        ):
-                            inv = end_invariant
-                        if inv in wanted:
-                            emit(inv, k, state, sid, verdict[1], obs.describe())
-                    if c1_by_sid.get(sid):
-                        emit(
-                            Invariant.C1,
-                            k,
-                            state,
-                            sid,
-                            f"load_or_create raises {obs.code} and writes nothing",
-                            "load_or_create wrote to the disk",
-                        )
-                if workload.probe is not None and workload.check is not None:
-                    probed = self.probed.get(digest, _NOT_PROBED)
-                    if probed is _NOT_PROBED:
-                        probed = self.probed[digest] = workload.probe(state, self.target.factory)
-                    marks = recording.marks_before(k)
-                    for f in workload.check(probed, k, marks):
-                        inv = Invariant(f.invariant)
-                        if inv in wanted:
-                            emit(inv, k, state, f.session_id, f.expected, f.got)
-            self.check_seconds += time.perf_counter() - t0
-
-    def _leaks(self, state: CrashState, digest: str) -> list[tuple[str, str]]:
-        found = self.leaks.get(digest)
-        if found is None:
-            found = self.leaks[digest] = secrets_in_state(state, SECRETS) or _NO_LEAKS
-        return found
-
-    def finish(self, result: ExplorationResult) -> None:
-        """Sort the violations (most severe, then minimal, first) and fill in the
-        distinct-state count."""
-        result.state_ids = set(self.observed)
-        result.distinct_states = len(result.state_ids)
-        result.violations.sort(key=violation_order)
-        result.check_seconds = self.check_seconds
-
-
-def violation_order(v: Violation) -> tuple[int, int, str, str, str, str, str]:
-    """Most severe first (SPEC.md §8: security, data-loss, invalid-history, semantics,
-    warning), then minimal (smallest crash point), then a total order, so a report
-    does not depend on how the work was split."""
-    return (
-        severity_rank(v.invariant),
-        v.crash_point,
-        v.invariant,
-        v.session_id,
-        v.state_digest,
-        v.replay,
-        v.got,
-    )
+        )
 
 
 def _session_of(calls: Sequence[Call], index: int, default: str) -> str:
@@ -984,18 +842,6 @@ class _LoadMemo:
             node = after
 
 
-def _state_after(recording: Recording, k: int) -> CrashState:
-    for point in crash_points(PROCESS_CRASH, recording.initial, recording.ops[:k], points=(k,)):
-        if point.index == k:
-            return point.states[0]
-    raise ValueError(k)
-
-
-def _in_shard(state: CrashState, shard: tuple[int, int]) -> bool:
-    k, n = shard
-    return int(state.digest(), 16) % n == k - 1
-
-
 class _EqualStates:
     """Loaded agent states kept once per value: :meth:`canonical` gives the first
     state seen equal to the one given (``==``, field by field), so a crash state's
@@ -1051,51 +897,3 @@ class _EqualStates:
                 return known
         bucket.append(state)
         return state
-
-
-class _FileDigests:
-    """:meth:`CrashState.digest` with each file's sha256 remembered while its bytes are
-    (crash states of neighbouring crash points share their ``bytes`` objects), and each
-    state's digest while the state is (the same state recurs at many crash points); at
-    most :attr:`LIMIT` bytes of contents are held by each memo, then it starts again."""
-
-    LIMIT = 8 * 2**20
-
-    __slots__ = ("_held", "_sha", "_state_held", "_states")
-
-    def __init__(self) -> None:
-        self._sha: dict[bytes, bytes] = {}
-        self._held = 0
-        self._states: dict[tuple[object, object], str] = {}
-        self._state_held = 0
-
-    def file(self, data: bytes) -> bytes:
-        found = self._sha.get(data)
-        if found is None:
-            found = hashlib.sha256(data).digest()
-            if self._held + len(data) > self.LIMIT:
-                self._sha.clear()
-                self._held = 0
-            if len(data) <= self.LIMIT:
-                self._sha[data] = found
-                self._held += len(data)
-        return found
-
-    def state(self, state: CrashState) -> str:
-        if type(state) is not CrashState:  # a subclass may digest otherwise
-            return state.digest(self.file)
-        key = (state.files, state.dirs)  # what CrashState equality compares
-        try:
-            found = self._states.get(key)
-        except TypeError:  # a state built of lists: not hashable, not remembered
-            return state.digest(self.file)
-        if found is None:
-            found = state.digest(self.file)
-            size = sum(len(data) for _, data in state.files)
-            if self._state_held + size > self.LIMIT:
-                self._states.clear()
-                self._state_held = 0
-            if size <= self.LIMIT:
-                self._states[key] = found
-                self._state_held += size
-        return found

@@ -16,21 +16,13 @@ at the end of the run (or at any crash point after the acknowledgement).
 from __future__ import annotations
 
 import errno
-import time
 from collections.abc import Iterable, Sequence
 
 from ..core._codec import decode_memo
 from ..faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
 from ._checkers import Invariant
-from ._explore import (
-    Checker,
-    ExplorationResult,
-    _state_after,
-    _wanted,
-    new_result,
-    record,
-    resolve,
-)
+from ._engine import EngineResult, fault_spec
+from ._explore import explore_agent, record, resolve
 from ._targets import Target
 from ._workload import Workload
 
@@ -89,14 +81,6 @@ def fault_plan(ops: Sequence[Op]) -> list[Fault]:
     ]
 
 
-def fault_spec(fault: Fault) -> str:
-    """``AT:NAME``, as ``--fault`` takes it: ``3:ENOSPC``, ``5:short-write``,
-    ``5:short-count``, ``7:fsync-lost``."""
-    if fault.kind is FaultKind.ERROR:
-        return f"{fault.at}:{errno.errorcode[fault.errno]}"
-    return f"{fault.at}:{fault.kind.value}"
-
-
 FAULT_ERRNOS = ("ENOSPC", "EDQUOT", "EIO", "EACCES", "EROFS", "EXDEV", "ENOENT")
 """The errnos a fault can carry (FAULT-MODEL.md §2)."""
 
@@ -139,7 +123,7 @@ def explore_faults(
     faults: Sequence[Fault] | None = None,
     shard: tuple[int, int] | None = None,
     crash_window: int | None = 1,
-) -> ExplorationResult:
+) -> EngineResult:
     """Run ``workload`` once per fault of :func:`fault_plan` (or ``faults``) and check
     F1, then every invariant at the crash points after the fault.
 
@@ -147,7 +131,7 @@ def explore_faults(
     explored (default 1: a crash right after the failure), plus the end of the run
     (no crash: F1); None explores every crash point from the fault on.
 
-    Returns an :class:`ExplorationResult` whose ``faults`` counts the faulted runs.
+    Returns the engine's result, whose ``faults`` counts the faulted runs.
     """
     (result,) = explore_faults_models(
         workload,
@@ -171,83 +155,20 @@ def explore_faults_models(
     faults: Sequence[Fault] | None = None,
     shard: tuple[int, int] | None = None,
     crash_window: int | None = 1,
-) -> list[ExplorationResult]:
+) -> list[EngineResult]:
     """:func:`explore_faults` under each of ``models``, recording each faulted run
     once (a recording does not depend on the model): one result per model, in order,
     each the same as ``explore_faults`` gives for that model."""
-    started = time.perf_counter()
     resolved = [resolve(m, target) for m in models]
-    target = resolved[0][1]
-    wanted = _wanted(checker, faults=True)
-    base = record(workload, target)
-    plan = list(faults) if faults is not None else fault_plan(base.ops)
-    runs = [
-        (
-            new_result(workload, m, target, wanted, operations=len(base.ops), faults=len(plan)),
-            Checker(workload, m, target, wanted),
-        )
-        for m, _ in resolved
-    ]
-    for fault in plan:
-        rec = record(workload, target, fault=fault)
-        extra = f" --fault {fault_spec(fault)}"
-        hit = next(
-            (c for c in rec.calls if c.begin <= fault.at and (c.end is None or fault.at < c.end)),
-            None,
-        )
-        # A short count is no failure: the call must finish the write and return
-        # normally, so F1 does not apply; a save acknowledged over a cut file is R1.
-        short_count = (
-            fault.kind is FaultKind.SHORT_COUNT
-            and fault.at < len(rec.ops)
-            and rec.ops[fault.at].errno is None
-        )
-        f1_hit = (
-            hit is not None
-            and not short_count
-            and Invariant.F1 in wanted
-            and (hit.error != "state_save_failed" or hit.retryability != "conditional")
-        )
-        end = len(rec.ops)
-        only = (
-            None
-            if crash_window is None
-            else {*range(fault.at + 1, min(fault.at + 1 + crash_window, end + 1)), end}
-        )
-        for result, chk in runs:
-            if f1_hit:
-                assert hit is not None
-                got = (
-                    f"{hit.label} returned normally"
-                    if hit.error is None
-                    else f"{hit.label} raised {hit.error}"
-                    + (f" ({hit.retryability})" if hit.retryability else "")
-                )
-                k = fault.at + 1
-                result.violations.append(
-                    chk.violation(
-                        rec,
-                        Invariant.F1,
-                        k,
-                        _state_after(rec, k),
-                        hit.session_id,
-                        f"{hit.kind.value} raises state_save_failed (conditional) after "
-                        f"{fault.render()}",
-                        got,
-                        extra=extra,
-                    )
-                )
-            chk.check(
-                rec,
-                result,
-                from_point=fault.at + 1,
-                only=only,
-                shard=shard,
-                extra=extra,
-                end_invariant=None if short_count else Invariant.F1,
-            )
-    seconds = time.perf_counter() - started
-    for result, chk in runs:
-        chk.finish(result)
-        result.seconds = seconds / len(runs)
-    return [result for result, _ in runs]
+    agent = resolved[0][1]
+    plan = list(faults) if faults is not None else fault_plan(record(workload, agent).ops)
+    return explore_agent(
+        workload,
+        models=[m for m, _ in resolved],
+        target=agent,
+        checker=checker,
+        faults=plan,
+        crashes=False,
+        shard=shard,
+        crash_window=crash_window,
+    )

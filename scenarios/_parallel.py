@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from ..core._codec import decode_memo
 from ..faultfs import MODELS
-from ._explore import ExplorationResult, explore, record
-from ._faults import explore_faults_models, fault_plan, fault_spec, parse_fault
+from ._engine import EngineResult, fault_spec
+from ._explore import explore, record
+from ._faults import explore_faults_models, fault_plan, parse_fault
 from ._targets import get_target
 from ._workload import SCENARIOS
 
@@ -126,7 +127,7 @@ def plan_tasks(
 
 
 @decode_memo()  # the task's explorations share one decode memo (issue 11)
-def run_task(task: Task) -> list[ExplorationResult]:
+def run_task(task: Task) -> list[EngineResult]:
     """Run one task (in a worker process or in this one): one result per model of
     ``task.all_models``."""
     workload = SCENARIOS[task.scenario]
@@ -150,7 +151,9 @@ def run_task(task: Task) -> list[ExplorationResult]:
     )
     if task.crash_point is not None:
         for result in results:
-            result.violations = [v for v in result.violations if v.crash_point == task.crash_point]
+            result.counterexamples = [
+                c for c in result.counterexamples if c.crash_point == task.crash_point
+            ]
     return results
 
 
@@ -250,7 +253,7 @@ def run_tasks(
     *,
     jobs: int = 1,
     progress: Callable[[int, int], None] | None = None,
-) -> list[ExplorationResult]:
+) -> list[EngineResult]:
     """Run ``tasks`` on ``jobs`` processes; merge the parts of each exploration.
 
     Returns one result per (scenario, model, crashes-or-faults), ordered by model (in
@@ -259,7 +262,7 @@ def run_tasks(
     processes before it propagates (:func:`stop_workers`).
     """
     if jobs <= 1 or len(tasks) <= 1:
-        parts: list[list[ExplorationResult]] = []
+        parts: list[list[EngineResult]] = []
         for i, t in enumerate(tasks):
             parts.append(run_task(t))
             if progress:
@@ -270,7 +273,7 @@ def run_tasks(
         order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
         from concurrent.futures import as_completed
 
-        parts_by_index: dict[int, list[ExplorationResult]] = {}
+        parts_by_index: dict[int, list[EngineResult]] = {}
         with worker_pool(min(jobs, len(tasks))) as pool:
             futures = {pool.submit(run_task, tasks[i]): i for i in order}
             for done, future in enumerate(as_completed(futures), 1):
@@ -278,7 +281,7 @@ def run_tasks(
                 if progress:
                     progress(done, len(tasks))
         parts = [parts_by_index[i] for i in range(len(tasks))]
-    merged: dict[tuple[str, str, bool], ExplorationResult] = {}
+    merged: dict[tuple[str, str, bool], EngineResult] = {}
     model_order: dict[str, int] = {}
     scenario_order: dict[str, int] = {}
     for task, results in zip(tasks, parts, strict=False):

@@ -63,9 +63,10 @@ from ..core import (
 )
 from ..faultfs import CrashState, FileSystem, MemoryFileSystem
 from ._catalogue import CALL_A, CALL_B, CALL_DANGER, SID
+from ._engine import Finding
 from ._explore import SECRETS
 from ._targets import mutant
-from ._workload import BASE_DIR, Finding, Session, scenario
+from ._workload import BASE_DIR, Session, scenario
 
 __all__ = ["Resumability", "ResumeProbe", "check_run", "expected_resumability", "probe_resume"]
 
@@ -454,7 +455,7 @@ def check_run(probe: ResumeProbe, k: int, marks: Sequence[str]) -> list[Finding]
     gave = _gave(probe)
 
     def finding(inv: str, expected: str, got: str) -> None:
-        found.append(Finding(inv, SID, expected, f"{gave}; {got}"))
+        found.append(Finding(inv, expected, f"{gave}; {got}", SID))
 
     rerun = [cid for cid in probe.persisted_results if probe.executed(cid)]
     if rerun:

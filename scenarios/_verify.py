@@ -23,7 +23,7 @@ from typing import Any
 
 from ..faultfs import MODELS, Fault, PersistenceModel, get_model
 from ._document import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
-from ._engine import Counterexample, EngineResult, explore_kind, invariant_info
+from ._engine import Counterexample, EngineResult, explore_kind, severity_rank
 from ._usertarget import BadTarget, Runner, make_runner
 
 __all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
@@ -547,58 +547,10 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
         "values": result.values,
         "shrunk": dict(result.shrunk),
         "leftover_states": result.leftovers,
-        "warnings": [violation_dict(as_violation(c)) for c in result.warnings[:25]],
+        "warnings": [violation_dict(c) for c in result.warnings[:25]],
         "warning_count": len(result.warnings),
         "conformance": list(result.conformance),
     }
-
-
-def as_violation(c: Counterexample) -> Any:
-    """The report's violation type for a counterexample."""
-    from ._explore import Violation
-
-    return Violation(
-        c.invariant,
-        c.workload,
-        c.model,
-        c.target,
-        c.crash_point,
-        c.operation,
-        c.last_done,
-        c.subject or "the document",  # reports name a session; a document has one value
-        c.crash_state,
-        c.state_digest,
-        c.expected,
-        c.got,
-        c.replay,
-        c.fault,
-    )
-
-
-def as_exploration(r: EngineResult) -> Any:
-    """The report's result type for one (workload, model) exploration."""
-    from ._explore import ExplorationResult
-
-    class _Explored(ExplorationResult):
-        def killed_by(self) -> list[str]:
-            return r.killed_by()
-
-    return _Explored(
-        r.workload,
-        r.model,
-        r.target,
-        operations=r.operations,
-        crash_points=r.crash_points,
-        raw_states=r.raw_states,
-        distinct_states=r.distinct_states,
-        cut=r.cut,
-        invariants=r.invariants,
-        violations=[as_violation(c) for c in r.counterexamples],
-        seconds=r.seconds,
-        check_seconds=r.check_seconds,
-        faults=r.faults,
-        state_ids=set(r.state_ids),
-    )
 
 
 def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
@@ -607,7 +559,7 @@ def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
     from ..reports import build_report
 
     report = build_report(
-        [as_exploration(r) for r in result.results],
+        result.results,
         model=model,
         target=result.target,
         extra=report_extra(result),
@@ -618,6 +570,4 @@ def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
 
 
 def _severity_key(v: Mapping[str, Any]) -> tuple[int, int]:
-    from ._engine import SEVERITIES
-
-    return (SEVERITIES.index(invariant_info(v["invariant"]).severity), v["crash_point"]["index"])
+    return (severity_rank(v["invariant"]), v["crash_point"]["index"])

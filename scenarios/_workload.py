@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core import AgentState, StateError, decode_bytes, encode_bytes
 from ..faultfs import CrashState, FileSystem, RecordingFileSystem
+from ._engine import Finding
 
 __all__ = [
     "BASE_DIR",
@@ -31,7 +32,6 @@ __all__ = [
     "Call",
     "CallKind",
     "Expect",
-    "Finding",
     "RecordedStorage",
     "Session",
     "Workload",
@@ -306,23 +306,6 @@ class RecordedStorage:
 
 
 Setup = Callable[[FileSystem, str], Mapping[str, Expect]]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A violation found by a workload's own checker.
-
-    Attributes:
-        invariant: the invariant id (``"N1"`` ...).
-        session_id: the session concerned.
-        expected: what had to happen.
-        got: what happened.
-    """
-
-    invariant: str
-    session_id: str
-    expected: str
-    got: str
 
 
 Probe = Callable[[CrashState, Callable[[FileSystem, str], Any]], Any]

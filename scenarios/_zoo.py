@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from ..faultfs import MODELS, PROCESS_CRASH, PersistenceModel
 from ._checkers import INVARIANTS
-from ._explore import ExplorationResult, explore
+from ._engine import EngineResult
+from ._explore import explore
 from ._faults import explore_faults
 from ._targets import MUTANTS, TARGETS, Target, get_target
 from ._workload import SCENARIOS, Workload
@@ -66,7 +67,7 @@ def kill_matrix(
     faults: bool = True,
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
-) -> tuple[list[ZooRow], list[ExplorationResult]]:
+) -> tuple[list[ZooRow], list[EngineResult]]:
     """Explore each target under each model (and faults) over the catalogue.
 
     ``jobs`` > 1 explores targets in a process pool (targets are looked up by name
@@ -114,7 +115,7 @@ def _registered(target: Target) -> bool:
 
 def _row_by_name(
     args: tuple[str, list[str], list[str], bool],
-) -> tuple[ZooRow, list[ExplorationResult]]:
+) -> tuple[ZooRow, list[EngineResult]]:
     name, models, workloads, faults = args
     return _row(
         get_target(name), [MODELS[m] for m in models], [SCENARIOS[w] for w in workloads], faults
@@ -126,9 +127,9 @@ def _row(
     models: Sequence[PersistenceModel],
     workloads: Sequence[Workload],
     faults: bool,
-) -> tuple[ZooRow, list[ExplorationResult]]:
+) -> tuple[ZooRow, list[EngineResult]]:
     row = ZooRow(target.name, target.expected)
-    runs: list[tuple[str, ExplorationResult]] = [
+    runs: list[tuple[str, EngineResult]] = [
         (m.name, explore(w, model=m, target=target)) for m in models for w in workloads
     ]
     if faults:
@@ -138,6 +139,6 @@ def _row(
     for column, result in runs:
         found = set(row.killed.get(column, [])) | set(result.killed_by())
         row.killed[column] = [i.value for i in INVARIANTS if i.value in found]
-        row.violations += len(result.violations)
+        row.violations += len(result.counterexamples)
     results = [r for _, r in runs] if target.name == "reference" else []
     return row, results

@@ -524,13 +524,13 @@ def test_explore_accepts_a_plain_callable_as_target() -> None:
 
     result = explore(SCENARIOS["three-saves"], model="power-loss", target=legacy_storage)
     assert result.target == "legacy_storage"  # named after the factory
-    assert "R1" in result.killed_by() or result.violations
+    assert "R1" in result.killed_by() or result.counterexamples
     same = explore(
         SCENARIOS["three-saves"],
         model="power-loss",
         target=lambda fs, base: FileStateStorage(fs, base, sync="none", ended_marker="legacy"),
     )
-    assert len(same.violations) == len(result.violations)
+    assert len(same.counterexamples) == len(result.counterexamples)
 
 
 def test_a_run_that_examined_no_crash_state_is_not_a_pass(

@@ -297,9 +297,9 @@ def test_node_seed_port_gives_the_python_seeds_findings(
     )
     assert node.unsupported == []
     found = node.counterexamples
-    assert {c.invariant for c in found} == {v.invariant for v in python.violations}
+    assert {c.invariant for c in found} == {v.invariant for v in python.counterexamples}
     assert invariant in {c.invariant for c in found}
-    assert _first(found, invariant) == _first(python.violations, invariant)
+    assert _first(found, invariant) == _first(python.counterexamples, invariant)
 
 
 @pytest.mark.exec
@@ -396,7 +396,7 @@ def test_node_seed_port_replays_one_fault_as_the_python_seed() -> None:
     )
     for r, p in zip(node.results, python, strict=True):
         assert {(c.invariant, c.crash_point) for c in r.counterexamples} == {
-            (v.invariant, v.crash_point) for v in p.violations
+            (v.invariant, v.crash_point) for v in p.counterexamples
         }
 
 
@@ -424,7 +424,7 @@ def test_node_seed_port_under_every_fault_gives_the_python_seeds_findings(worklo
     assert [r.faults for r in faulted] == [len(plan)] * 2
     for r, p in zip(faulted, python, strict=True):
         assert {(c.invariant, c.crash_point, c.fault) for c in r.counterexamples} == {
-            (v.invariant, v.crash_point, v.fault) for v in p.violations
+            (v.invariant, v.crash_point, v.fault) for v in p.counterexamples
         }
 
 

@@ -146,7 +146,7 @@ def test_a_storage_overwriting_main_with_one_large_write_is_caught() -> None:
     prefix = {
         p.index: p.states[0] for p in crash_points(PROCESS_CRASH, recording.initial, recording.ops)
     }
-    for v in result.violations:
+    for v in result.counterexamples:
         op = recording.ops[v.crash_point]
         # caught only in a state where the large write landed in part
         assert op.kind is OpKind.WRITE and len(op.data) > PAGE

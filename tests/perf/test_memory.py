@@ -32,7 +32,7 @@ def run(s):
         s.save(build_state(*history, running=i < SAVES - 1))
 
 result = explore(Workload("big", "big saves", run), model="power-loss-reorder", target="reference")
-print(result.distinct_states, len(result.violations))
+print(result.distinct_states, len(result.counterexamples))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
 

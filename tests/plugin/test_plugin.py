@@ -81,7 +81,7 @@ def test_reference_passes_and_mutant_fails_with_a_readable_counterexample(
         [
             "*_ test_mutant_is_inconsistent _*",
             "crashpoint: * violation(s), * distinct crash states explored",
-            "D1 (deleted-stays-deleted) violated in scenario 'save_save_delete' under "
+            "D1 (deleted-stays-deleted) violated in workload 'save_save_delete' under "
             "process-crash, target mutant:delete-main-first",
             "*crash point *: after unlink('/data/sessions/s1.json'), before unlink(*s1.json.bak')",
             "*crash state:",
@@ -231,7 +231,7 @@ def test_n_shards_together_equal_the_unsharded_run(workload: Any, target: str) -
     matrix of machines, each running ``-n auto``)."""
     whole = Explorer(models=[POWER_LOSS]).explore(workload, target=target)
     assert whole.distinct_states > 20
-    assert whole.violations or target == "reference"
+    assert whole.counterexamples or target == "reference"
     n = 4
     parts = [
         Explorer(models=[POWER_LOSS], shard=(k, n)).explore(workload, target=target)
@@ -239,7 +239,7 @@ def test_n_shards_together_equal_the_unsharded_run(workload: Any, target: str) -
     ]
     assert set().union(*(p.state_ids for p in parts)) == whole.state_ids
     assert sum(len(p.state_ids) for p in parts) == len(whole.state_ids)
-    assert sum(len(p.violations) for p in parts) == len(whole.violations)
+    assert sum(len(p.counterexamples) for p in parts) == len(whole.counterexamples)
     nested = [
         Explorer(models=[POWER_LOSS], shard=_combine((k, 2), (j, 3))).explore(
             workload, target=target
@@ -249,7 +249,7 @@ def test_n_shards_together_equal_the_unsharded_run(workload: Any, target: str) -
     ]
     assert set().union(*(p.state_ids for p in nested)) == whole.state_ids
     assert sum(len(p.state_ids) for p in nested) == len(whole.state_ids)
-    assert sum(len(p.violations) for p in nested) == len(whole.violations)
+    assert sum(len(p.counterexamples) for p in nested) == len(whole.counterexamples)
 
 
 # --- the explorer and helpers ----------------------------------------------------------------
@@ -261,9 +261,9 @@ def test_explorer_accepts_a_factory_and_a_catalogue_workload() -> None:
         model="power-loss",
     )
     assert result.model == "power-loss" and result.target.endswith("<lambda>")
-    assert result.violations and all(v.replay.startswith("pytest ") for v in result.violations)
+    assert result.counterexamples and all(v.replay.startswith("pytest ") for v in result.counterexamples)
     catalogued = explorer.explore(SCENARIOS["delete"], target="mutant:delete-main-first")
-    assert catalogued.violations[0].replay.startswith("crashpoint explore --scenario delete")
+    assert catalogued.counterexamples[0].replay.startswith("crashpoint explore --scenario delete")
     assert explorer.properties()["explorations"] == 2
 
 
@@ -284,7 +284,7 @@ def test_a_store_whose_save_fails_on_a_clean_run_is_refused_not_passed() -> None
         explore(SCENARIOS["first-save"], target=_NeverSaves)
     # the registered targets are the harness's own: a mutant that fails a save is judged
     result = explore(SCENARIOS["hostile-session-ids"], target="mutant:unsanitized-session-id")
-    assert result.violations
+    assert result.counterexamples
 
 
 class _ExitsAfterSaving(FileStateStorage):
@@ -316,7 +316,7 @@ class _ForksAHelper(FileStateStorage):
 
 def test_a_child_forked_by_the_target_exits_as_it_asks() -> None:
     result = Explorer().explore(SCENARIOS["first-save"], target=_ForksAHelper)
-    assert not result.violations and _ForksAHelper.statuses
+    assert not result.counterexamples and _ForksAHelper.statuses
     assert set(_ForksAHelper.statuses) == {7}
 
 
@@ -326,17 +326,17 @@ def _no_storage_call(s: Session) -> None:
 
 def test_a_workload_that_judges_no_session_is_not_a_pass() -> None:
     result = explore(Workload("idle", "", _no_storage_call))
-    assert result.crash_points == 1 and not result.violations and result.sessions == 0
+    assert result.crash_points == 1 and not result.counterexamples and result.subjects == 0
     with pytest.raises(AssertionError, match=r"made no storage call.*nothing about the storage"):
         result.assert_no_violations()
     with pytest.raises(pytest.fail.Exception, match="made no storage call"):
         Explorer().check(_no_storage_call)
     # a workload that only loads what its setup wrote judges that session: a pass
     loads = explore(SCENARIOS["future-main"])
-    assert loads.sessions == 1 and not loads.operations
+    assert loads.subjects == 1 and not loads.operations
     loads.assert_no_violations()
     merged = Explorer(models="all").check(two_sessions)
-    assert merged.sessions == 2
+    assert merged.subjects == 2
 
 
 def test_explorer_merges_several_models_into_one_result() -> None:
@@ -495,9 +495,9 @@ def test_a_bad_crash_point_option_is_a_usage_error(user_tests: pytest.Pytester, 
 
 def test_the_crash_point_option_explores_that_crash_point_only() -> None:
     whole = Explorer().explore(save_save_delete, target="mutant:delete-main-first")
-    k = whole.violations[0].crash_point
+    k = whole.counterexamples[0].crash_point
     one = Explorer(crash_point=k).explore(save_save_delete, target="mutant:delete-main-first")
-    assert one.violations and {v.crash_point for v in one.violations} == {k}
+    assert one.counterexamples and {v.crash_point for v in one.counterexamples} == {k}
     assert one.distinct_states < whole.distinct_states
 
 

@@ -11,7 +11,8 @@ from crashpoint.faultfs import CrashState, MemoryFileSystem
 from crashpoint.scenarios import SCENARIOS, TARGETS, Target, explore
 from crashpoint.scenarios import _explore as explore_module
 from crashpoint.scenarios._checkers import Observation
-from crashpoint.scenarios._explore import _FileDigests, _Loaded, _LoadMemo, _TracingFS
+from crashpoint.scenarios._engine import FileDigests as _FileDigests
+from crashpoint.scenarios._explore import _Loaded, _LoadMemo, _TracingFS
 
 STORAGE = [name for name, w in SCENARIOS.items() if "storage" in w.tags]
 
@@ -21,7 +22,7 @@ def _findings(target: str | Target, model: str) -> list[tuple[object, ...]]:
     for name in STORAGE:
         r = explore(SCENARIOS[name], model=model, target=target)
         out.append((name, r.raw_states, r.distinct_states, sorted(r.state_ids)))
-        out.extend((name, v.render(), v.state_digest) for v in r.violations)
+        out.extend((name, v.render(), v.state_digest) for v in r.counterexamples)
     return out
 
 
@@ -66,7 +67,7 @@ def test_a_storage_over_another_filesystem_is_not_memoised() -> None:
     plain = explore(SCENARIOS["three-saves"], model="power-loss", target="reference")
     other = explore(SCENARIOS["three-saves"], model="power-loss", target=wrapped)
     assert other.state_ids == plain.state_ids
-    assert [v.render() for v in other.violations] == []
+    assert [v.render() for v in other.counterexamples] == []
 
 
 def test_a_storage_the_memo_does_not_apply_to_loads_over_the_probe_filesystem() -> None:
@@ -88,7 +89,7 @@ def test_a_storage_the_memo_does_not_apply_to_loads_over_the_probe_filesystem() 
     other = explore(SCENARIOS["three-saves"], model="power-loss", target=checking)
     assert given and set(given) == {MemoryFileSystem}
     assert other.state_ids == plain.state_ids
-    assert [v.render() for v in other.violations] == []
+    assert [v.render() for v in other.counterexamples] == []
 
 
 def _state(main: bytes | None, tmp: bytes = b"") -> CrashState:
@@ -218,6 +219,6 @@ def test_an_exploration_that_verified_nothing_does_not_pass(options: dict[str, o
     # the seed loses data under power-loss; a restriction that examines nothing must not
     # turn that into a pass (never a false green)
     result = explore(SCENARIOS["three-saves"], model="power-loss", target="seed", **options)  # type: ignore[arg-type]
-    assert not result.violations
+    assert not result.counterexamples
     with pytest.raises(AssertionError, match="nothing"):
         result.assert_no_violations()

@@ -24,7 +24,8 @@ from crashpoint.scenarios._checkers import (
     severity_of,
     severity_rank,
 )
-from crashpoint.scenarios._explore import SECRETS, crash_point_words
+from crashpoint.scenarios._engine import crash_point_words
+from crashpoint.scenarios._explore import SECRETS
 from crashpoint.scenarios._mutants import DeleteMainFirst, EndedUnscoped
 from crashpoint.scenarios._workload import Expect, Session, Workload
 
@@ -41,13 +42,13 @@ def test_s2_finds_a_secret_written_in_8_byte_chunks() -> None:
     assert not any(needle in op.data for op in writes)  # the evasion: no single write holds it
     assert any(op.data == needle[:8] for op in writes)  # the key went out 8 bytes at a time
     result = explore(SCENARIOS["first-save"], target=MUTANTS["chunked-secret-writer"])
-    s2 = [v for v in result.violations if v.invariant == "S2"]
+    s2 = [v for v in result.counterexamples if v.invariant == "S2"]
     assert s2, result.killed_by()
     # found as soon as the last piece is on disk, before the rest of the file is written
     assert "/data/sessions/s1.json.tmp" in s2[0].got
     assert s2[0].crash_state["s1.json.tmp"] != "absent"
     assert s2[0].crash_point < result.operations
-    assert result.violations[0].invariant == "S2"  # security comes first
+    assert result.counterexamples[0].invariant == "S2"  # security comes first
 
 
 def test_secrets_in_state_judges_whole_files_and_names() -> None:
@@ -104,10 +105,10 @@ def _mark_escape(s: Session) -> None:
 def test_s1_reports_an_escape_that_failed() -> None:
     work = Workload("mark-escape", "a hostile mark whose write fails", _mark_escape)
     result = explore(work, target=Target("mutant:escaping-mark", _EscapingMark, "test"))
-    s1 = [v for v in result.violations if v.invariant == "S1"]
-    assert len(s1) == 1, result.violations
+    s1 = [v for v in result.counterexamples if v.invariant == "S1"]
+    assert len(s1) == 1, result.counterexamples
     assert s1[0].got.startswith("create('/nowhere/x.json.ended')")
-    assert s1[0].session_id == "../../nowhere/x"
+    assert s1[0].subject == "../../nowhere/x"
     assert explore(work, target=TARGETS["reference"]).ok
 
 
@@ -146,9 +147,9 @@ def test_hostile_ids_go_through_all_six_methods() -> None:
 
 def test_unsanitized_delete_is_caught_by_s1_and_only_through_the_new_workload() -> None:
     result = explore(SCENARIOS["hostile-ids-every-method"], target=MUTANTS["unsanitized-delete"])
-    first = result.violations[0]
+    first = result.counterexamples[0]
     assert first.invariant == "S1"
-    assert first.session_id == "../victim"
+    assert first.subject == "../victim"
     assert "/data/victim.json" in first.got
     # the old catalogue sent hostile ids through save only: the mutant passed it
     assert "S1" not in only("hostile-session-ids", "mutant:unsanitized-delete")
@@ -174,7 +175,7 @@ def test_create_when_main_absent_is_caught_by_c1_on_a_missing_main_and_corrupt_b
 @pytest.mark.parametrize("name", ["unpaired-main", "unpaired-main-good-bak"])
 def test_load_skipping_the_pairing_check_is_caught_by_p1(name: str) -> None:
     result = explore(SCENARIOS[name], target=MUTANTS["load-skips-pairing"])
-    v = result.violations[0]
+    v = result.counterexamples[0]
     assert v.invariant == "P1" and v.crash_point == 0
     assert v.crash_state["s1.json"].startswith("v3 document with an unpaired history")
     assert only(name, "reference") == []
@@ -185,13 +186,13 @@ def test_load_skipping_the_pairing_check_is_caught_by_p1(name: str) -> None:
 def test_seed_loses_data_to_a_colliding_id_and_the_reference_refuses() -> None:
     seed = explore(SCENARIOS["colliding-ids"], target=TARGETS["seed"])
     assert seed.killed_by() == ["I1"]
-    assert {v.session_id for v in seed.violations} == {"a b", "a_b"}
+    assert {v.subject for v in seed.counterexamples} == {"a b", "a_b"}
     # the end of the run: delete("a_b") took "a b"'s snapshot with it
-    end = [v for v in seed.violations if v.crash_point == seed.operations]
-    assert [v.session_id for v in end] == ["a b"]
+    end = [v for v in seed.counterexamples if v.crash_point == seed.operations]
+    assert [v.subject for v in end] == ["a b"]
     assert end[0].got.startswith("error session_not_found")
     ref = explore(SCENARIOS["colliding-ids"], target=TARGETS["reference"])
-    assert ref.ok, ref.violations[:1]
+    assert ref.ok, ref.counterexamples[:1]
     refused = [c for c in record(SCENARIOS["colliding-ids"], TARGETS["reference"]).calls]
     assert [c.error for c in refused if c.session_id == "a_b"] == ["session_id_collision"] * 4
 
@@ -286,13 +287,13 @@ E2_THEN_D1 = Workload("e2-then-d1", "an E2 crash point before a D1 one", _e2_the
 def test_assert_no_violations_raises_the_most_severe_first() -> None:
     result = explore(E2_THEN_D1, target=TWO_BUGS)
     assert set(result.killed_by()) == {"D1", "E2"}
-    e2 = min(v.crash_point for v in result.violations if v.invariant == "E2")
-    d1 = min(v.crash_point for v in result.violations if v.invariant == "D1")
+    e2 = min(v.crash_point for v in result.counterexamples if v.invariant == "E2")
+    d1 = min(v.crash_point for v in result.counterexamples if v.invariant == "D1")
     assert e2 < d1  # by crash point alone, E2 would headline
     with pytest.raises(AssertionError) as info:
         result.assert_no_violations()
     assert str(info.value).startswith("D1 (")
-    assert result.violations[0].crash_point == d1
+    assert result.counterexamples[0].crash_point == d1
     assert result.killed_by() == ["D1", "E2"]
 
 
@@ -354,7 +355,7 @@ def test_an_empty_disk_and_an_empty_run_are_said_plainly() -> None:
             return build_state(user("ghost"), session_id=session_id)
 
     result = explore(work, target=Target("mutant:ghost", Ghost, "loads a state nobody saved"))
-    v = result.violations[0]
+    v = result.counterexamples[0]
     assert v.invariant == "R1" and v.crash_point == 0
     text = v.render()
     assert "(empty: no files)" in text

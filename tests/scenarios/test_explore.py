@@ -48,7 +48,7 @@ def test_mutant_is_killed_by_its_expected_invariant(name: str) -> None:
     assert expected_invariant in killed, (name, killed)
     # most severe first (SPEC.md §8 classes), then minimal: smallest crash point
     for r in results:
-        keys = [(severity_rank(v.invariant), v.crash_point) for v in r.violations]
+        keys = [(severity_rank(v.invariant), v.crash_point) for v in r.counterexamples]
         assert keys == sorted(keys)
 
 
@@ -61,7 +61,7 @@ def test_every_invariant_but_f1_is_shown_to_catch_a_broken_storage() -> None:
 def test_seed_fails_e2_with_the_stale_legacy_marker_counterexample() -> None:
     result = explore(SCENARIOS["stale-ended-marker"], target=TARGETS["seed"])
     assert result.killed_by() == ["E2"]
-    v = result.violations[0]
+    v = result.counterexamples[0]
     assert v.invariant == "E2"
     assert v.last_done.startswith("rename(") and v.last_done.endswith("/s1.json')")
     assert ".tmp" in v.last_done

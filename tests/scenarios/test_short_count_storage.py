@@ -39,12 +39,12 @@ def test_a_storage_ignoring_the_count_acknowledges_a_cut_main_r1() -> None:
     fault = Fault(at, errno.ENOSPC, SHORT)
     result = explore_faults(SCENARIOS["three-saves"], target=IGNORES, faults=[fault])
     end = len(record(SCENARIOS["three-saves"], IGNORES, fault=fault).ops)
-    r1 = [v for v in result.violations if v.invariant == "R1" and v.crash_point == end]
-    assert r1, [(v.invariant, v.crash_point) for v in result.violations]
+    r1 = [v for v in result.counterexamples if v.invariant == "R1" and v.crash_point == end]
+    assert r1, [(v.invariant, v.crash_point) for v in result.counterexamples]
     assert r1[0].model == "process-crash"
     assert r1[0].crash_state["s1.json"].startswith("truncated")
     assert r1[0].fault == f"{at}:short-count"
-    assert not [v for v in result.violations if v.invariant == "F1"]
+    assert not [v for v in result.counterexamples if v.invariant == "F1"]
 
 
 def test_the_reference_continues_the_same_short_count_and_passes() -> None:

@@ -59,12 +59,12 @@ def test_seed_under_power_loss_loses_both_main_and_bak() -> None:
     assert "R1" in result.killed_by()
     both_lost = [
         v
-        for v in result.violations
+        for v in result.counterexamples
         if v.crash_state["s1.json"] in ("empty",) or v.crash_state["s1.json"].startswith("zero")
         if v.crash_state["s1.json.bak"] in ("empty",)
         or v.crash_state["s1.json.bak"].startswith("zero")
     ]
-    assert both_lost, [v.crash_state for v in result.violations]
+    assert both_lost, [v.crash_state for v in result.counterexamples]
     v = min(both_lost, key=lambda v: v.crash_point)
     assert v.invariant == "R1"
     assert v.got.startswith("error state_corrupt")
@@ -170,7 +170,7 @@ class _SwallowsFsyncErrors(FileStateStorage):
 def test_f1_catches_a_storage_that_acknowledges_despite_a_failed_fsync() -> None:
     target = Target("mutant:swallows-fsync", _SwallowsFsyncErrors, "test")
     result = explore_faults(SCENARIOS["first-save"], target=target)
-    f1 = [v for v in result.violations if v.invariant == "F1"]
+    f1 = [v for v in result.counterexamples if v.invariant == "F1"]
     assert f1 and "returned normally" in f1[0].got
     assert "--fault" in f1[0].replay
 
