@@ -237,6 +237,7 @@ class DocumentKind:
 
     name = "document"
     subject = "the document"
+    tiebreak = ("fault", "state_digest", "got")
 
     def __init__(
         self,

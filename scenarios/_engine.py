@@ -31,6 +31,7 @@ from ..faultfs import (
 )
 
 __all__ = [
+    "AGENT_TIEBREAK",
     "CONFINED",
     "NOTHING_DONE",
     "RUN_DONE",
@@ -280,18 +281,23 @@ def got_label(invariant: str, subject: str) -> str:
     return f"load({subject!r}) returned"
 
 
-def counterexample_order(c: Counterexample) -> tuple[int, int, str, str, str, str, str]:
+AGENT_TIEBREAK = ("subject", "state_digest", "replay", "got")
+"""The order of findings of one invariant at one crash point, for reports (and the
+agent-state kind's results): by subject, crash state, replay, what load gave."""
+
+
+def counterexample_order(
+    c: Counterexample, tiebreak: Sequence[str] = AGENT_TIEBREAK
+) -> tuple[object, ...]:
     """Most severe first (SPEC.md §8: security, data-loss, invalid-history, semantics,
-    warning), then minimal (smallest crash point), then a total order, so a result and
-    its report do not depend on how the work was split."""
+    warning), then minimal (smallest crash point), then by invariant and the fields
+    ``tiebreak`` names (a kind's :attr:`Kind.tiebreak`): a total order, so a result
+    and its report do not depend on how the work was split."""
     return (
         severity_rank(c.invariant),
         c.crash_point,
         c.invariant,
-        c.subject,
-        c.state_digest,
-        c.replay,
-        c.got,
+        *(getattr(c, name) for name in tiebreak),
     )
 
 
@@ -339,6 +345,17 @@ class EngineResult:
     check_seconds: float = 0.0
     state_ids: set[str] = field(default_factory=set, repr=False)
     subjects: int | None = field(default=None, repr=False)
+    tiebreak: tuple[str, ...] = field(default=AGENT_TIEBREAK, repr=False)
+    """The kind's order of findings past severity, crash point and invariant."""
+
+    def sort(self) -> None:
+        """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
+        key = self.order_key
+        self.counterexamples.sort(key=key)
+        self.warnings.sort(key=key)
+
+    def order_key(self, c: Counterexample) -> tuple[object, ...]:
+        return counterexample_order(c, self.tiebreak)
 
     @property
     def distinct_states(self) -> int:
@@ -373,10 +390,9 @@ class EngineResult:
         self.faults += other.faults
         self.state_ids |= other.state_ids
         self.invariants = tuple(dict.fromkeys(self.invariants + other.invariants))
-        self.counterexamples = sorted(
-            [*self.counterexamples, *other.counterexamples], key=counterexample_order
-        )
-        self.warnings = sorted([*self.warnings, *other.warnings], key=counterexample_order)
+        self.counterexamples = [*self.counterexamples, *other.counterexamples]
+        self.warnings = [*self.warnings, *other.warnings]
+        self.sort()
         self.seconds += other.seconds
         self.check_seconds += other.check_seconds
         for u in other.unsupported:
@@ -470,6 +486,9 @@ class Kind(Protocol, Generic[W, Obs]):  # type: ignore[misc]
     name: str
     subject: str
     """What a finding without a subject of its own is about (``"the document"``)."""
+    tiebreak: tuple[str, ...]
+    """Counterexample fields ordering this kind's findings of one invariant at one
+    crash point (:func:`counterexample_order`)."""
 
     def invariants(self, *, faults: bool) -> tuple[str, ...]:
         """The invariant ids this kind judges (with or without injected faults)."""
@@ -575,6 +594,7 @@ def explore_models(
             operations=len(base.ops),
             invariants=invariants,
             faults=len(faults),
+            tiebreak=kind.tiebreak,
         )
         if crashes:
             result.subjects = base.subjects
@@ -607,8 +627,7 @@ def explore_models(
     results = []
     for judge in judges:
         result = judge.result
-        result.counterexamples.sort(key=counterexample_order)
-        result.warnings.sort(key=counterexample_order)
+        result.sort()
         result.seconds = seconds
         results.append(result)
     return results

@@ -47,6 +47,7 @@ from ._checkers import (
     v1_required,
 )
 from ._engine import (
+    AGENT_TIEBREAK,
     EngineResult,
     FileDigests,
     Finding,
@@ -214,6 +215,7 @@ class AgentStateKind:
 
     name = "agent-state"
     subject = "the session"
+    tiebreak = AGENT_TIEBREAK
 
     def __init__(
         self,
