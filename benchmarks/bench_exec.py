@@ -23,9 +23,9 @@ import resource
 import sys
 import time
 
-from crashpoint.scenarios._exec import verify_exec, verify_exec_state_storage
-from crashpoint.scenarios._usertarget import load_factory
-from crashpoint.scenarios._verify import resolve_models, verify
+from crashpoint.scenarios.jobs.exec import verify_exec, verify_exec_state_storage
+from crashpoint.scenarios.jobs.verify import resolve_models, verify
+from crashpoint.scenarios.targets.user import load_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXEC = os.path.join(HERE, "..", "examples", "exec")

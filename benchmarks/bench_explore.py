@@ -65,9 +65,9 @@ from typing import Any, NamedTuple
 from crashpoint.core import AgentState, decode, decode_bytes, encode_bytes, peek_schema_version
 from crashpoint.faultfs import MODELS, CrashState, MemoryFileSystem, crash_points
 from crashpoint.scenarios import SCENARIOS, TARGETS, Workload, explore, record
-from crashpoint.scenarios._catalogue import assistant, build_state, user
-from crashpoint.scenarios._explore import _ROOT_DIRS
-from crashpoint.scenarios._workload import BASE_DIR, Session
+from crashpoint.scenarios.kinds.agent.catalogue import assistant, build_state, user
+from crashpoint.scenarios.kinds.agent.kind import _ROOT_DIRS
+from crashpoint.scenarios.kinds.agent.workload import BASE_DIR, Session
 
 BIG_MESSAGES = 1000
 

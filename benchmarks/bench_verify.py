@@ -27,8 +27,8 @@ import time
 from typing import Any
 
 from crashpoint.faultfs import FileSystem
-from crashpoint.scenarios._usertarget import load_factory
-from crashpoint.scenarios._verify import VerifyResult, verify
+from crashpoint.scenarios.jobs.verify import VerifyResult, verify
+from crashpoint.scenarios.targets.user import load_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STORE = os.path.join(HERE, "..", "examples", "stores", "jsonstore.py")

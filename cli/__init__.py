@@ -10,7 +10,7 @@ Subpackages: :mod:`crashpoint.core` (the reference agent-state model and storage
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .scenarios._verify import verify as verify
+    from .scenarios.jobs.verify import verify as verify
 
 __version__ = "0.1.0"
 
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
     # ``crashpoint.verify`` (issue 8), imported on first use: the pytest plugin and
     # the CLI stay cheap to import.
     if name == "verify":
-        from .scenarios._verify import verify
+        from .scenarios.jobs.verify import verify
 
         return verify
     raise AttributeError(f"module 'crashpoint' has no attribute {name!r}")

@@ -35,7 +35,7 @@ from ._options import (
 if TYPE_CHECKING:
     from .faultfs import Fault, FaultKind, Op, OpKind, PersistenceModel
     from .scenarios import EngineResult, Target, Workload
-    from .scenarios._parallel import Task
+    from .scenarios.jobs.explore import Task
 
 __all__ = ["main", "run"]
 
@@ -385,7 +385,7 @@ def _check_replay(
 
 def _kinds_for(op_kind: OpKind) -> set[FaultKind]:
     """The fault kinds an operation of this kind can suffer (FAULTS_BY_OP)."""
-    from .scenarios._faults import FAULTS_BY_OP
+    from .scenarios.engine.faults import FAULTS_BY_OP
 
     return {kind for _, kind in FAULTS_BY_OP.get(op_kind, ())}
 
@@ -394,7 +394,7 @@ def _fault_mismatch(fault: Fault, mutating: dict[str, list[Op]]) -> str:
     """Why ``fault`` fits no selected scenario: what operation ``fault.at`` is in each,
     and which operations the fault's kind needs."""
     from .faultfs import FaultKind
-    from .scenarios._faults import FAULTS_BY_OP
+    from .scenarios.engine.faults import FAULTS_BY_OP
 
     lengths = ", ".join(f"{n} {len(t)}" for n, t in mutating.items())
     if all(fault.at >= len(t) for t in mutating.values()):
@@ -513,7 +513,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.zoo:
         return _zoo(args, workloads, models, out, jobs, console, err)
     from .reports import build_report, print_summary
-    from .scenarios._parallel import auto_jobs, plan_tasks, run_tasks
+    from .scenarios.jobs.explore import auto_jobs, plan_tasks, run_tasks
 
     tasks = plan_tasks(
         [w.name for w in workloads],
@@ -535,7 +535,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         report["examined_nothing"] = True
     details: dict[str, object] | None = None
     if report["totals"]["violations"]:  # report.html's timelines and crash-state bytes
-        from .scenarios._details import explore_recorder, report_details
+        from .scenarios.jobs.details import explore_recorder, report_details
 
         details = dict(report_details(report, explore_recorder(target)))
     paths = _write_reports(report, out, details)

@@ -113,9 +113,9 @@ def _prepare(path: str, evidence: str) -> str:
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     from ._options import parse_models
-    from .scenarios._evidence import EvidenceError, load_evidence
-    from .scenarios._explain import emit_test, explain
-    from .scenarios._usertarget import BadTarget, TargetTimeout
+    from .scenarios.explain.evidence import EvidenceError, load_evidence
+    from .scenarios.explain.search import emit_test, explain
+    from .scenarios.targets.user import BadTarget, TargetTimeout
 
     try:  # the parser explore uses: an empty name in a list is refused, 'all' stands alone
         models = parse_models(args.model)

@@ -366,7 +366,7 @@ def stop_on_signals() -> Iterator[None]:
         return
 
     def handler(signum: int, frame: object) -> None:
-        running = sys.modules.get("crashpoint.scenarios._exec")
+        running = sys.modules.get("crashpoint.scenarios.jobs.exec")
         if running is not None:
             running.stop_processes()
         raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt

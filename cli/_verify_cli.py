@@ -214,8 +214,8 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     from ._options import parse_models
-    from .scenarios._usertarget import BadTarget, TargetTimeout, load_factory
-    from .scenarios._verify import build_verify_report, verify
+    from .scenarios.jobs.verify import build_verify_report, verify
+    from .scenarios.targets.user import BadTarget, TargetTimeout, load_factory
 
     if args.fault is not None and args.faults:
         raise VerifyUsageError("--fault replays one fault; --faults runs them all: give one")
@@ -238,7 +238,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     known, baseline_target = _baseline(args.baseline) if args.baseline else (None, None)
     exec_facts: Any = None
     if args.exec is not None:
-        from .scenarios._exec import check_exec_args
+        from .scenarios.jobs.exec import check_exec_args
 
         try:
             check_exec_args(args)
@@ -250,14 +250,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
     if args.exec is not None:
-        from .scenarios._exec import allow_processes
+        from .scenarios.jobs.exec import allow_processes
 
         allow_processes()  # a new run (an earlier one in this process may have stopped them)
         if args.timeout is None:
             args.timeout = EXEC_TIMEOUT
     try:
         if args.exec:
-            from .scenarios._exec import verify_exec_state_storage
+            from .scenarios.jobs.exec import verify_exec_state_storage
 
             factory: Any = None
             result, exec_facts = verify_exec_state_storage(
@@ -272,7 +272,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 fault=fault,
             )
         elif args.exec is not None:
-            from .scenarios._exec import verify_exec
+            from .scenarios.jobs.exec import verify_exec
 
             factory = None
             result, exec_facts = verify_exec(
@@ -421,9 +421,9 @@ def _html_details(
     workloads); None when there is nothing to show or the run cannot be rebuilt."""
     if not report["totals"]["violations"] or args.kind != "document" or values == "custom":
         return None
-    from .scenarios._details import document_recorder, report_details
-    from .scenarios._document import DOC_BASE, DocumentKind
-    from .scenarios._usertarget import make_runner
+    from .scenarios.jobs.details import document_recorder, report_details
+    from .scenarios.kinds.document.kind import DOC_BASE, DocumentKind
+    from .scenarios.targets.user import make_runner
 
     try:
         with make_runner(factory, DOC_BASE, spec=args.target, seed=args.seed) as runner:

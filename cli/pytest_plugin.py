@@ -17,7 +17,7 @@ Fixtures:
   explores, or None for all of it;
 * ``crashpoint_verify``: a :class:`Verifier` bound to the test: ``verify(factory,
   kind=...)`` judges your own storage (``crashpoint verify`` from Python, issue 8) and
-  returns a :class:`~crashpoint.scenarios._verify.VerifyResult`; ``check(...)`` also
+  returns a :class:`~crashpoint.scenarios.jobs.verify.VerifyResult`; ``check(...)`` also
   fails the test with the most severe counterexample. Honours ``--crashpoint-model``,
   ``--crashpoint-faults``, ``--crashpoint-crash-point`` and the item's shard.
 
@@ -332,7 +332,7 @@ class Verifier:
         """``crashpoint.verify(factory, **options)`` with this item's model, faults,
         shard and crash point unless given. Raises BadTarget (e.g. a save that writes
         nothing)."""
-        from .scenarios._verify import verify
+        from .scenarios.jobs.verify import verify
 
         options.setdefault("model", self.model)
         options.setdefault("faults", self.faults)
@@ -509,7 +509,7 @@ class Explorer:
                 pytrace=False,
             )
         if result.subjects == 0:
-            from .scenarios._engine import NO_SUBJECT
+            from .scenarios.engine.explore import NO_SUBJECT
 
             pytest.fail(f"crashpoint: {NO_SUBJECT}", pytrace=False)
         return result

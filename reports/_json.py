@@ -34,7 +34,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..scenarios._engine import (
+from ..scenarios.engine.explore import (
     Counterexample,
     EngineResult,
     counterexample_order,
@@ -199,7 +199,7 @@ def write_text(text: str, path: str | os.PathLike[str]) -> None:
 def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
     """The kill matrix as JSON: ``{"models": [columns], "rows": [{"target", "expected",
     "killed": {column: [ids]}, "verdict", "violations"}], "ok"}``."""
-    from ..scenarios._zoo import FAULT_COLUMN  # the zoo (and its process pool) on first use
+    from ..scenarios.jobs.zoo import FAULT_COLUMN  # the zoo (and its process pool) on first use
 
     columns = [*models, FAULT_COLUMN] if any(FAULT_COLUMN in r.killed for r in rows) else [*models]
     return {

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..scenarios._engine import got_label
+from ..scenarios.engine.explore import got_label
 
 __all__ = ["print_summary", "print_zoo"]
 

@@ -7,28 +7,41 @@ checks the invariants of SPEC.md §8.
 
 from typing import TYPE_CHECKING, Any
 
-from . import _catalogue, _mutants, _runs  # noqa: F401  (register scenarios and mutants)
-from ._checkers import INVARIANTS, Invariant, Observation, judge
-from ._engine import Counterexample, EngineResult
-from ._explore import SECRETS, explore, record
-from ._faults import explore_faults, fault_plan, parse_fault
-from ._targets import MUTANTS, TARGETS, Target, get_target, mutant
-from ._workload import BASE_DIR, SCENARIOS, Call, CallKind, Expect, Session, Workload, scenario
+from .engine.explore import Counterexample, EngineResult
+from .engine.faults import explore_faults, fault_plan, parse_fault
+from .kinds.agent import catalogue, mutants, runs  # noqa: F401  (register scenarios and mutants)
+from .kinds.agent.checkers import INVARIANTS, Invariant, Observation, judge
+from .kinds.agent.kind import SECRETS, explore, record
+from .kinds.agent.targets import MUTANTS, TARGETS, Target, get_target, mutant
+from .kinds.agent.workload import (
+    BASE_DIR,
+    SCENARIOS,
+    Call,
+    CallKind,
+    Expect,
+    Session,
+    Workload,
+    scenario,
+)
 
 ExplorationResult = EngineResult
 """What :func:`explore` returns: the engine's result (every kind's)."""
 
 if TYPE_CHECKING:
-    from ._machine import MACHINE_INVARIANTS, run_storage_machine, storage_state_machine
-    from ._zoo import FAULT_COLUMN, ZooRow, kill_matrix
+    from .jobs.zoo import FAULT_COLUMN, ZooRow, kill_matrix
+    from .kinds.state_storage.machine import (
+        MACHINE_INVARIANTS,
+        run_storage_machine,
+        storage_state_machine,
+    )
 
 _LAZY = {
-    "MACHINE_INVARIANTS": "_machine",
-    "run_storage_machine": "_machine",
-    "storage_state_machine": "_machine",
-    "FAULT_COLUMN": "_zoo",
-    "ZooRow": "_zoo",
-    "kill_matrix": "_zoo",
+    "MACHINE_INVARIANTS": "kinds.state_storage.machine",
+    "run_storage_machine": "kinds.state_storage.machine",
+    "storage_state_machine": "kinds.state_storage.machine",
+    "FAULT_COLUMN": "jobs.zoo",
+    "ZooRow": "jobs.zoo",
+    "kill_matrix": "jobs.zoo",
 }
 
 

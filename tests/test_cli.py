@@ -228,7 +228,7 @@ def test_a_closed_standard_stream_is_no_traceback_and_the_reports_stand(
 
 
 def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
-    import crashpoint.scenarios._parallel as parallel
+    import crashpoint.scenarios.jobs.explore as parallel
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -362,7 +362,7 @@ def test_jobs_are_capped_at_the_usable_cores() -> None:
 def test_jobs_above_the_cores_run_on_the_cores_with_a_notice(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import crashpoint.scenarios._parallel as parallel
+    import crashpoint.scenarios.jobs.explore as parallel
 
     seen: list[int] = []
     real = parallel.run_tasks
@@ -483,7 +483,7 @@ def test_without_a_terminal_a_progress_line_comes_every_few_seconds(
     import time
 
     import crashpoint._options as options
-    import crashpoint.scenarios._parallel as parallel
+    import crashpoint.scenarios.jobs.explore as parallel
 
     real = parallel.run_tasks
 

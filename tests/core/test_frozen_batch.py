@@ -26,7 +26,7 @@ from crashpoint.core import (
     unanswered_calls,
 )
 from crashpoint.faultfs import MemoryFileSystem, makedirs, write_bytes
-from crashpoint.scenarios._targets import TARGETS
+from crashpoint.scenarios.kinds.agent.targets import TARGETS
 
 A, B, C = (ToolCall(i, f"tool_{i}", "{}") for i in ("a", "b", "c"))
 BASE = "/data/sessions"

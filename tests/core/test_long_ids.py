@@ -17,7 +17,7 @@ from crashpoint.core import (
     safe_session_file_name,
 )
 from crashpoint.faultfs import MemoryFileSystem, RecordingFileSystem
-from crashpoint.scenarios._targets import TARGETS
+from crashpoint.scenarios.kinds.agent.targets import TARGETS
 
 LONGEST_SUFFIX = ".json.ended.tmp"
 MAX_STEM = 255 - len(LONGEST_SUFFIX)  # 240

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from crashpoint.faultfs import CrashState, crash_points
-from crashpoint.scenarios._document import DOC_BASE, DocumentKind
-from crashpoint.scenarios._engine import Counterexample, Run
-from crashpoint.scenarios._faults import parse_fault
-from crashpoint.scenarios._usertarget import load_factory, make_runner
-from crashpoint.scenarios._verify import resolve_models
+from crashpoint.scenarios.engine.explore import Counterexample, Run
+from crashpoint.scenarios.engine.faults import parse_fault
+from crashpoint.scenarios.jobs.verify import resolve_models
+from crashpoint.scenarios.kinds.document.kind import DOC_BASE, DocumentKind
+from crashpoint.scenarios.targets.user import load_factory, make_runner
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LIBRARIES = os.path.join(ROOT, "examples", "libraries")

@@ -15,8 +15,8 @@ from typing import Any
 
 import crashpoint
 import pytest
-from crashpoint.scenarios._engine import Counterexample
-from crashpoint.scenarios._usertarget import load_factory
+from crashpoint.scenarios.engine.explore import Counterexample
+from crashpoint.scenarios.targets.user import load_factory
 from library_support import crash_state, need, spec
 
 PAGE = 4096

@@ -14,15 +14,15 @@ import sys
 import pytest
 from crashpoint.faultfs import MemoryFileSystem, OpKind, RecordingFileSystem
 from crashpoint.faultfs._strace import StraceReplay, parse_log, strace_available
-from crashpoint.scenarios._document import DOC_BASE, DocumentKind
-from crashpoint.scenarios._exec import (
+from crashpoint.scenarios.jobs.exec import (
     ExecDocumentKind,
     ExecRunner,
     verify_exec,
     verify_exec_state_storage,
 )
-from crashpoint.scenarios._usertarget import make_runner
-from crashpoint.scenarios._verify import resolve_models
+from crashpoint.scenarios.jobs.verify import resolve_models
+from crashpoint.scenarios.kinds.document.kind import DOC_BASE, DocumentKind
+from crashpoint.scenarios.targets.user import make_runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXEC = os.path.join(ROOT, "examples", "exec")
@@ -123,7 +123,7 @@ def _verify(store: str, model: str, workloads: list[str], **kw: object):  # type
 def test_a_load_output_reads_numbers_as_the_other_runtime_wrote_them() -> None:
     # JavaScript prints the double 6.592166031981414e16 as 65921660319814140; read back as
     # a Python int it would not equal the float saved (a false A1 on a correct store).
-    from crashpoint.scenarios._exec import json_value
+    from crashpoint.scenarios.jobs.exec import json_value
 
     assert json_value(b"65921660319814140") == 6.592166031981414e16
     assert json_value(b"[9007199254740992, -3]") == [2**53, -3]
@@ -288,8 +288,8 @@ def test_node_seed_port_gives_the_python_seeds_findings(
     """Acceptance 1: one design, two languages, one verdict (invariants, model, and the
     operation at the earliest crash point)."""
     _need("node")
-    from crashpoint.scenarios._explore import explore
-    from crashpoint.scenarios._workload import SCENARIOS
+    from crashpoint.scenarios.kinds.agent.kind import explore
+    from crashpoint.scenarios.kinds.agent.workload import SCENARIOS
 
     python = explore(SCENARIOS[workload], model=model, target="seed")
     node, _ = verify_exec_state_storage(
@@ -318,7 +318,7 @@ def test_node_seed_port_passes_the_conformance_suite() -> None:
 def test_a_failure_reply_takes_spec_retryability_unless_it_gives_one() -> None:
     """SPEC.md §5: state_save_failed is conditional; a reply may say otherwise."""
     from crashpoint.core import Retryability, StateError
-    from crashpoint.scenarios._exec import _reply
+    from crashpoint.scenarios.jobs.exec import _reply
 
     with pytest.raises(StateError) as saved:
         _reply("save", 0, b'{"ok": false, "code": "state_save_failed"}', b"")
@@ -337,8 +337,8 @@ def test_a_batch_of_loads_gives_the_replies_of_one_process_per_load() -> None:
     """One process per crash state (a batch of its loads) answers as one per load."""
     _need("node")
     from crashpoint.faultfs import MemoryFileSystem, write_bytes
-    from crashpoint.scenarios._exec import ExecStateStorage, _load_request
-    from crashpoint.scenarios._workload import BASE_DIR
+    from crashpoint.scenarios.jobs.exec import ExecStateStorage, _load_request
+    from crashpoint.scenarios.kinds.agent.workload import BASE_DIR
 
     fs = MemoryFileSystem(dirs=("/data",))
     runner = ExecRunner("", "", base_dir=BASE_DIR, storage=SEED)
@@ -377,10 +377,10 @@ def test_node_seed_port_replays_one_fault_as_the_python_seed() -> None:
     import errno
 
     from crashpoint.faultfs import Fault
-    from crashpoint.scenarios._explore import record
-    from crashpoint.scenarios._faults import explore_faults_models
-    from crashpoint.scenarios._targets import get_target
-    from crashpoint.scenarios._workload import SCENARIOS
+    from crashpoint.scenarios.engine.faults import explore_faults_models
+    from crashpoint.scenarios.kinds.agent.kind import record
+    from crashpoint.scenarios.kinds.agent.targets import get_target
+    from crashpoint.scenarios.kinds.agent.workload import SCENARIOS
 
     ops = record(SCENARIOS["two-quick-saves"], get_target("seed")).ops
     at = next(o.index for o in ops if o.kind is OpKind.WRITE)
@@ -407,11 +407,11 @@ def test_node_seed_port_under_every_fault_gives_the_python_seeds_findings(worklo
     """--faults on the state-storage form: each error of EXEC_FAULT_ERRNOS at each
     mutating call, the node port against the Python seed under the same plan."""
     _need("node")
-    from crashpoint.scenarios._exec import exec_fault_plan
-    from crashpoint.scenarios._explore import record
-    from crashpoint.scenarios._faults import explore_faults_models
-    from crashpoint.scenarios._targets import get_target
-    from crashpoint.scenarios._workload import SCENARIOS
+    from crashpoint.scenarios.engine.faults import explore_faults_models
+    from crashpoint.scenarios.jobs.exec import exec_fault_plan
+    from crashpoint.scenarios.kinds.agent.kind import record
+    from crashpoint.scenarios.kinds.agent.targets import get_target
+    from crashpoint.scenarios.kinds.agent.workload import SCENARIOS
 
     models = resolve_models("process-crash,power-loss")
     node, facts = verify_exec_state_storage(
@@ -466,7 +466,7 @@ def test_a_session_layout_is_the_file_names_with_the_session_written_as_braces()
     """What decides whether the C1 probe rides in a batch (a guess: a wrong one
     costs one process, never a finding)."""
     from crashpoint.faultfs import CrashState
-    from crashpoint.scenarios._exec import _layout
+    from crashpoint.scenarios.jobs.exec import _layout
 
     state = CrashState(
         files=(("/data/s1.json.tmp", b"{"), ("/data/s2.json", b"{}"), ("/else/s1.json", b"")),
@@ -511,7 +511,7 @@ def test_run_process_starts_nothing_after_a_stop_and_kills_what_runs(tmp_path: o
     import threading
     import time
 
-    from crashpoint.scenarios._exec import allow_processes, run_process, stop_processes
+    from crashpoint.scenarios.jobs.exec import allow_processes, run_process, stop_processes
 
     allow_processes()
     done: list[object] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from crashpoint._cli import main
-from crashpoint.scenarios._evidence import EvidenceError, load_evidence
+from crashpoint.scenarios.explain.evidence import EvidenceError, load_evidence
 
 ROOT = Path(__file__).resolve().parents[2]
 ZERO_MAIN = ROOT / "examples" / "field-reports" / "zero-length-main" / "agent-state"

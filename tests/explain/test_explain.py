@@ -235,7 +235,7 @@ def test_the_session_comes_from_the_file_names_or_session(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from crashpoint.core import encode_bytes
-    from crashpoint.scenarios._catalogue import build_state, user
+    from crashpoint.scenarios.kinds.agent.catalogue import build_state, user
 
     ev = tmp_path / "ev"
     ev.mkdir()

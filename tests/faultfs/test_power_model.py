@@ -31,8 +31,8 @@ from crashpoint.faultfs import (
     write_bytes,
 )
 from crashpoint.scenarios import Target, Workload, explore
-from crashpoint.scenarios._catalogue import assistant, build_state, user
-from crashpoint.scenarios._workload import Session
+from crashpoint.scenarios.kinds.agent.catalogue import assistant, build_state, user
+from crashpoint.scenarios.kinds.agent.workload import Session
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

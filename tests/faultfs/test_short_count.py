@@ -21,7 +21,7 @@ from crashpoint.faultfs import (
     write_bytes,
 )
 from crashpoint.scenarios import fault_plan, parse_fault
-from crashpoint.scenarios._faults import fault_spec
+from crashpoint.scenarios.engine.faults import fault_spec
 
 BASE = "/base"
 SHORT = FaultKind.SHORT_COUNT

@@ -298,8 +298,8 @@ def test_hostile_ids_long_run(tmp_path: Path, seed: int) -> None:
     [("seed", "isolation_violations"), ("mutant:unsanitized-session-id", "outside_paths_touched")],
 )
 def test_the_counts_catch_a_broken_storage(tmp_path: Path, target: str, counter: str) -> None:
-    from crashpoint.scenarios import _mutants  # noqa: F401  (registers the mutants)
-    from crashpoint.scenarios._targets import get_target
+    from crashpoint.scenarios.kinds.agent import mutants as _mutants  # noqa: F401  (registers the mutants)
+    from crashpoint.scenarios.kinds.agent.targets import get_target
 
     figures = run_hostile_ids(tmp_path, 200, seed=7, factory=get_target(target))
     assert figures[counter] > 0, figures

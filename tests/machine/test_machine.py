@@ -32,8 +32,8 @@ from crashpoint.scenarios import (
     run_storage_machine,
     storage_state_machine,
 )
-from crashpoint.scenarios._machine import Snapshot
-from crashpoint.scenarios._strategies import storage_states
+from crashpoint.scenarios.kinds.agent.strategies import storage_states
+from crashpoint.scenarios.kinds.state_storage.machine import Snapshot
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 from machine_helpers import program

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from crashpoint.core import AgentState, Message, TextPart
 from crashpoint.scenarios import MACHINE_INVARIANTS, TARGETS, get_target, storage_state_machine
-from crashpoint.scenarios._machine import HOSTILE_IDS, HOSTILE_METHODS, Snapshot
+from crashpoint.scenarios.kinds.state_storage.machine import HOSTILE_IDS, HOSTILE_METHODS, Snapshot
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from machine_helpers import program
@@ -98,7 +98,7 @@ def test_reference_passes_the_machine_with_hostile_calls() -> None:
 
 
 def test_a_factory_returning_none_is_a_bad_target_not_a_finding() -> None:
-    from crashpoint.scenarios._usertarget import BadTarget
+    from crashpoint.scenarios.targets.user import BadTarget
 
     machine = storage_state_machine(lambda fs, base: None)
     with pytest.raises(BadTarget, match="returned None"):

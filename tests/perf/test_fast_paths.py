@@ -9,7 +9,7 @@ from crashpoint.core import AgentState, ErrorCode, StateError, _codec, decode_by
 from crashpoint.core._codec import peek_schema_version
 from crashpoint.faultfs import MODELS, crash_points
 from crashpoint.scenarios import SCENARIOS, TARGETS, record
-from crashpoint.scenarios._checkers import _future
+from crashpoint.scenarios.kinds.agent.checkers import _future
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -20,7 +20,7 @@ PEAK_RSS_MIB = 200
 _CHILD = """
 import resource
 from crashpoint.scenarios import Workload, explore
-from crashpoint.scenarios._catalogue import assistant, build_state, user
+from crashpoint.scenarios.kinds.agent.catalogue import assistant, build_state, user
 
 def run(s):
     history = [

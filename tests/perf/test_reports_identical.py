@@ -52,7 +52,7 @@ from test_reports_identical import normalised
 from crashpoint.faultfs import MODELS
 from crashpoint.reports import build_report
 from crashpoint.scenarios import SCENARIOS
-from crashpoint.scenarios._parallel import plan_tasks, run_tasks
+from crashpoint.scenarios.jobs.explore import plan_tasks, run_tasks
 tasks = plan_tasks(list(SCENARIOS), list(MODELS), {target!r}, faults=True)
 report = build_report(run_tasks(tasks, jobs={jobs}), model="all", target={target!r})
 print(hashlib.sha256(normalised(json.loads(json.dumps(report)))).hexdigest())

@@ -17,7 +17,7 @@ from crashpoint.core import AgentState, ErrorCode, FileStateStorage, Retryabilit
 from crashpoint.faultfs import POWER_LOSS
 from crashpoint.pytest_plugin import Explorer, _combine, parse_shard, shard_count
 from crashpoint.scenarios import SCENARIOS, Session, Workload, explore
-from crashpoint.scenarios._usertarget import BadTarget, TargetExit
+from crashpoint.scenarios.targets.user import BadTarget, TargetExit
 
 USER_TESTS = """
 import pytest
@@ -261,7 +261,9 @@ def test_explorer_accepts_a_factory_and_a_catalogue_workload() -> None:
         model="power-loss",
     )
     assert result.model == "power-loss" and result.target.endswith("<lambda>")
-    assert result.counterexamples and all(v.replay.startswith("pytest ") for v in result.counterexamples)
+    assert result.counterexamples and all(
+        v.replay.startswith("pytest ") for v in result.counterexamples
+    )
     catalogued = explorer.explore(SCENARIOS["delete"], target="mutant:delete-main-first")
     assert catalogued.counterexamples[0].replay.startswith("crashpoint explore --scenario delete")
     assert explorer.properties()["explorations"] == 2
@@ -559,7 +561,7 @@ def test_tiny(crashpoint_explorer):
 
 
 def test_a_factory_returning_none_is_a_bad_target_not_data_loss() -> None:
-    from crashpoint.scenarios._usertarget import BadTarget
+    from crashpoint.scenarios.targets.user import BadTarget
 
     with pytest.raises(BadTarget, match="returned None"):
         Explorer().explore(save_save_delete, target=lambda fs, base: None)

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 from crashpoint.faultfs import CrashState, OsFileSystem, RecordingFileSystem
 from crashpoint.scenarios import BASE_DIR, SCENARIOS, Session, Workload, get_target
-from crashpoint.scenarios._catalogue import assistant, build_state, user
+from crashpoint.scenarios.kinds.agent.catalogue import assistant, build_state, user
 
 T = TypeVar("T")
 

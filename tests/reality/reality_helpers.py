@@ -27,7 +27,7 @@ from typing import Any
 
 from crashpoint.faultfs import CrashPoint, CrashState, Op, OpKind, PersistenceModel, crash_points
 from crashpoint.scenarios import SCENARIOS, get_target, record
-from crashpoint.scenarios._explore import Recording
+from crashpoint.scenarios.kinds.agent.kind import Recording
 from reality_driver import render_op, workload
 
 HERE = Path(__file__).parent

@@ -15,7 +15,7 @@ from crashpoint.scenarios import (
     get_target,
     record,
 )
-from crashpoint.scenarios._runs import (
+from crashpoint.scenarios.kinds.agent.runs import (
     TWO_BATCHES,
     ResumeProbe,
     check_run,

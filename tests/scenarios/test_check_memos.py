@@ -9,10 +9,10 @@ from crashpoint.core import FileStateStorage, StateError, safe_session_file_name
 from crashpoint.core._ids import session_file_stem
 from crashpoint.faultfs import CrashState, MemoryFileSystem
 from crashpoint.scenarios import SCENARIOS, TARGETS, Target, explore
-from crashpoint.scenarios import _explore as explore_module
-from crashpoint.scenarios._checkers import Observation
-from crashpoint.scenarios._engine import FileDigests as _FileDigests
-from crashpoint.scenarios._explore import _Loaded, _LoadMemo, _TracingFS
+from crashpoint.scenarios.engine.explore import FileDigests as _FileDigests
+from crashpoint.scenarios.kinds.agent import kind as explore_module
+from crashpoint.scenarios.kinds.agent.checkers import Observation
+from crashpoint.scenarios.kinds.agent.kind import _Loaded, _LoadMemo, _TracingFS
 
 STORAGE = [name for name, w in SCENARIOS.items() if "storage" in w.tags]
 

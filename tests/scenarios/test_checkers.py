@@ -13,8 +13,14 @@ from crashpoint._cli import main
 from crashpoint.core import AgentState, FileStateStorage, encode_bytes
 from crashpoint.faultfs import MODELS, PROCESS_CRASH, CrashState, Op, OpKind
 from crashpoint.scenarios import MUTANTS, SCENARIOS, TARGETS, Target, explore, get_target, record
-from crashpoint.scenarios._catalogue import HOSTILE_IDS, build_state, stale_ended_marker, user
-from crashpoint.scenarios._checkers import (
+from crashpoint.scenarios.engine.explore import crash_point_words
+from crashpoint.scenarios.kinds.agent.catalogue import (
+    HOSTILE_IDS,
+    build_state,
+    stale_ended_marker,
+    user,
+)
+from crashpoint.scenarios.kinds.agent.checkers import (
     SEVERITIES,
     Invariant,
     confinement_violations,
@@ -24,10 +30,9 @@ from crashpoint.scenarios._checkers import (
     severity_of,
     severity_rank,
 )
-from crashpoint.scenarios._engine import crash_point_words
-from crashpoint.scenarios._explore import SECRETS
-from crashpoint.scenarios._mutants import DeleteMainFirst, EndedUnscoped
-from crashpoint.scenarios._workload import Expect, Session, Workload
+from crashpoint.scenarios.kinds.agent.kind import SECRETS
+from crashpoint.scenarios.kinds.agent.mutants import DeleteMainFirst, EndedUnscoped
+from crashpoint.scenarios.kinds.agent.workload import Expect, Session, Workload
 
 
 def only(name: str, target: str, *, model: str = "process-crash") -> list[str]:
@@ -203,8 +208,8 @@ def test_overwrites_colliding_id_is_caught_by_i1() -> None:
 
 
 def test_i1_is_a_data_loss_finding_classified_before_r1() -> None:
-    from crashpoint.scenarios._checkers import Observation, expectation, judge
-    from crashpoint.scenarios._workload import Call, CallKind
+    from crashpoint.scenarios.kinds.agent.checkers import Observation, expectation, judge
+    from crashpoint.scenarios.kinds.agent.workload import Call, CallKind
 
     mine = Expect.saved(build_state(user("mine"), session_id="a b"))
     calls = [

@@ -14,7 +14,7 @@ from crashpoint.scenarios import (
     explore,
     get_target,
 )
-from crashpoint.scenarios._checkers import severity_rank
+from crashpoint.scenarios.kinds.agent.checkers import severity_rank
 
 
 def explore_all(target: str) -> list[ExplorationResult]:

@@ -17,7 +17,7 @@ from crashpoint.faultfs import (
     RecordingFileSystem,
 )
 from crashpoint.scenarios import MUTANTS, SCENARIOS, TARGETS, explore_faults, fault_plan, record
-from crashpoint.scenarios._catalogue import build_state, user
+from crashpoint.scenarios.kinds.agent.catalogue import build_state, user
 
 SHORT = FaultKind.SHORT_COUNT
 IGNORES = MUTANTS["ignores-short-write"]

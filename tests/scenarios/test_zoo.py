@@ -32,7 +32,7 @@ from crashpoint.scenarios import (
     kill_matrix,
     parse_fault,
 )
-from crashpoint.scenarios._catalogue import build_state, user
+from crashpoint.scenarios.kinds.agent.catalogue import build_state, user
 
 
 @pytest.mark.parametrize("model", list(MODELS))
@@ -189,7 +189,7 @@ def test_fault_plan_covers_every_operation_with_its_errnos() -> None:
 
 @pytest.mark.parametrize("text", ["3:ENOSPC", "5:short-write", "7:fsync-lost", "0:EXDEV"])
 def test_parse_fault_round_trips(text: str) -> None:
-    from crashpoint.scenarios._faults import fault_spec
+    from crashpoint.scenarios.engine.faults import fault_spec
 
     assert fault_spec(parse_fault(text)) == text
 

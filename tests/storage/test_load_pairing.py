@@ -18,7 +18,7 @@ from crashpoint.core import (
     state_is_paired,
 )
 from crashpoint.faultfs import MemoryFileSystem, makedirs, write_bytes
-from crashpoint.scenarios._targets import TARGETS
+from crashpoint.scenarios.kinds.agent.targets import TARGETS
 
 BASE = "/data/sessions"
 

@@ -18,7 +18,7 @@ from crashpoint.core import (
     encode_bytes,
 )
 from crashpoint.faultfs import MemoryFileSystem, makedirs, write_bytes
-from crashpoint.scenarios._targets import TARGETS
+from crashpoint.scenarios.kinds.agent.targets import TARGETS
 
 BASE = "/data/sessions"
 MAIN = f"{BASE}/s1.json"

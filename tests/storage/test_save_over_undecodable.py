@@ -24,7 +24,7 @@ from crashpoint.faultfs import (
     makedirs,
     write_bytes,
 )
-from crashpoint.scenarios._targets import TARGETS
+from crashpoint.scenarios.kinds.agent.targets import TARGETS
 
 BASE = "/data/sessions"
 MAIN, BAK = f"{BASE}/s1.json", f"{BASE}/s1.json.bak"

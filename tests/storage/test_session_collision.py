@@ -21,7 +21,7 @@ from crashpoint.core import (
     encode_bytes,
 )
 from crashpoint.faultfs import MemoryFileSystem, makedirs, write_bytes
-from crashpoint.scenarios._targets import TARGETS
+from crashpoint.scenarios.kinds.agent.targets import TARGETS
 
 BASE = "/data/sessions"
 A, B = "a_b", "a b"  # both map to a_b.json

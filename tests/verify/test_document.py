@@ -9,7 +9,7 @@ import os
 import crashpoint
 import pytest
 import stores
-from crashpoint.scenarios._usertarget import BadTarget, TargetTimeout, load_factory
+from crashpoint.scenarios.targets.user import BadTarget, TargetTimeout, load_factory
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "stores", "jsonstore.py")
 
@@ -209,7 +209,7 @@ def test_a_verify_that_examined_nothing_is_never_clean(options: dict[str, object
 
 
 def test_a_replayed_fault_no_run_has_examines_nothing() -> None:
-    from crashpoint.scenarios._faults import parse_fault
+    from crashpoint.scenarios.engine.faults import parse_fault
 
     result = crashpoint.verify(example("InPlaceJsonStore"), fault=parse_fault("999:ENOSPC"))
     assert result.examined_nothing and result.verdict == "incomplete"

@@ -14,7 +14,8 @@ import targets
 from crashpoint.core import AgentState, ErrorCode, FileStateStorage, StateError
 from crashpoint.faultfs import FileSystem
 from crashpoint.scenarios import MUTANTS, SCENARIOS, TARGETS, record
-from crashpoint.scenarios._conformance import (
+from crashpoint.scenarios.kinds.agent.workload import BASE_DIR
+from crashpoint.scenarios.kinds.state_storage.conformance import (
     CONFORMANCE,
     needs_reference_format,
     run_conformance,
@@ -22,8 +23,7 @@ from crashpoint.scenarios._conformance import (
     selected_workloads,
     storage_target,
 )
-from crashpoint.scenarios._usertarget import make_runner
-from crashpoint.scenarios._workload import BASE_DIR
+from crashpoint.scenarios.targets.user import make_runner
 from ownlayout import OwnLayoutStorage, own_layout
 
 STORAGE_MUTANTS = sorted(name for name, m in MUTANTS.items() if "storage" in m.tags)

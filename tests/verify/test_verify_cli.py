@@ -444,7 +444,7 @@ def test_state_storage_mutant_fails_verify_through_the_cli(
     code, _, _ = run(
         capsys,
         tmp_path,
-        "crashpoint.scenarios._mutants:DeleteMainFirst",
+        "crashpoint.scenarios.kinds.agent.mutants:DeleteMainFirst",
         "--kind",
         "state-storage",
         "--workload",
@@ -457,7 +457,7 @@ def test_state_storage_mutant_fails_verify_through_the_cli(
     assert "D1" in killed(rep, "process-crash")
     replay = rep["counterexample"]["replay"]
     assert replay.startswith(
-        "crashpoint verify crashpoint.scenarios._mutants:DeleteMainFirst "
+        "crashpoint verify crashpoint.scenarios.kinds.agent.mutants:DeleteMainFirst "
         "--kind state-storage --workload delete"
     )
 

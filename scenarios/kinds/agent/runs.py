@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..core import (
+from ....core import (
     AgentRuntime,
     AgentState,
     Checkpoint,
@@ -61,12 +61,12 @@ from ..core import (
     tool_calls_paired,
     truncate_to_paired,
 )
-from ..faultfs import CrashState, FileSystem, MemoryFileSystem
-from ._catalogue import CALL_A, CALL_B, CALL_DANGER, SID
-from ._engine import Finding
-from ._explore import SECRETS
-from ._targets import mutant
-from ._workload import BASE_DIR, Session, scenario
+from ....faultfs import CrashState, FileSystem, MemoryFileSystem
+from ...engine.explore import Finding
+from .catalogue import CALL_A, CALL_B, CALL_DANGER, SID
+from .kind import SECRETS
+from .targets import mutant
+from .workload import BASE_DIR, Session, scenario
 
 __all__ = ["Resumability", "ResumeProbe", "check_run", "expected_resumability", "probe_resume"]
 

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..faultfs import (
+from ...faultfs import (
     PROCESS_CRASH,
     CrashState,
     Fault,

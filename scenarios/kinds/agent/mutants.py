@@ -12,9 +12,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..core import AgentState, ErrorCode, FileStateStorage, StateError, encode
-from ..faultfs import FileSystem, write_bytes
-from ._targets import mutant
+from ....core import AgentState, ErrorCode, FileStateStorage, StateError, encode
+from ....faultfs import FileSystem, write_bytes
+from .targets import mutant
 
 __all__: list[str] = []
 
@@ -159,7 +159,7 @@ class RuntimeHandleSerialized(_Mutant):
     problem): the model client's API key reaches the file in plain text."""
 
     def encode(self, state: AgentState) -> bytes:
-        from ._explore import SECRETS
+        from .kind import SECRETS
 
         obj = encode(state)
         obj["runtime"] = {"client": {"baseUrl": "https://api.example", "apiKey": SECRETS[0]}}
@@ -175,7 +175,7 @@ class ChunkedSecretWriter(RuntimeHandleSerialized):
     def _commit(self, main: str, data: bytes) -> None:
         from itertools import pairwise
 
-        from ._explore import SECRETS
+        from .kind import SECRETS
 
         real = self.fs
         needle = SECRETS[0].encode()
@@ -289,7 +289,7 @@ class NoDirFsync(_Mutant):
         pass
 
     def _ensure_base(self) -> None:
-        from ..faultfs import makedirs
+        from ....faultfs import makedirs
 
         makedirs(self.fs, self.base_dir)
 

@@ -10,7 +10,7 @@ import contextlib
 import json
 from collections.abc import Mapping
 
-from ..core import (
+from ....core import (
     AgentState,
     MediaPart,
     Message,
@@ -22,8 +22,8 @@ from ..core import (
     encode,
     encode_bytes,
 )
-from ..faultfs import FileSystem, makedirs, write_bytes
-from ._workload import Expect, Session, scenario
+from ....faultfs import FileSystem, makedirs, write_bytes
+from .workload import Expect, Session, scenario
 
 __all__ = ["assistant", "build_state", "tool_result", "user"]
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core import (
+from ....core import (
     CURRENT_VERSION,
     AgentState,
     ErrorCode,
@@ -47,7 +47,7 @@ from ..core import (
     safe_session_file_name,
     truncate_to_paired,
 )
-from ..faultfs import (
+from ....faultfs import (
     MODELS,
     PROCESS_CRASH,
     CrashState,
@@ -59,7 +59,7 @@ from ..faultfs import (
     crash_points,
     get_model,
 )
-from ._checkers import (
+from ..agent.checkers import (
     Expectation,
     Invariant,
     Observation,
@@ -70,9 +70,9 @@ from ._checkers import (
     secrets_in_state,
     v1_required,
 )
-from ._checkers import expectation as fold_calls
-from ._explore import SECRETS
-from ._workload import BASE_DIR, Call, Expect, Session
+from ..agent.checkers import expectation as fold_calls
+from ..agent.kind import SECRETS
+from ..agent.workload import BASE_DIR, Call, Expect, Session
 
 if TYPE_CHECKING:
     from hypothesis.stateful import RuleBasedStateMachine
@@ -155,7 +155,7 @@ class _Harness:
     operations since boot are the trace a crash's states are derived from.
     ``calls`` holds every storage call since the machine started, numbered by a
     global operation count (``offset`` operations before the current boot), so that
-    :func:`~crashpoint.scenarios._checkers.expectation` folds them into what load
+    :func:`~crashpoint.scenarios.kinds.agent.checkers.expectation` folds them into what load
     may give, exactly as for a recorded workload.
     """
 
@@ -194,7 +194,7 @@ class _Harness:
         self.boot = disk
         self.mem = MemoryFileSystem(disk)
         self.rec = RecordingFileSystem(self.mem, record_reads=False)
-        from ._usertarget import a_storage
+        from ...targets.user import a_storage
 
         self.storage = a_storage(self.factory(self.rec, self.base_dir), "the storage factory")
         self.session = Session(self.storage, self.rec, self.base_dir)
@@ -706,7 +706,7 @@ def storage_state_machine(
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-    from ._strategies import json_objects, storage_states
+    from ..agent.strategies import json_objects, storage_states
 
     if max_crash_op < 0:
         raise ValueError(f"max_crash_op must be >= 0, not {max_crash_op}")

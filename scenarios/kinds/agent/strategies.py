@@ -1,8 +1,9 @@
 """Hypothesis strategies for valid :class:`~crashpoint.core.AgentState` objects.
 
-Used at run time by the storage state machine (:mod:`crashpoint.scenarios._machine`)
-and re-exported for the tests by ``tests/strategies.py``. Importing this module
-imports hypothesis (a test extra, not a dependency of crashpoint).
+Used at run time by the storage state machine
+(:mod:`crashpoint.scenarios.kinds.state_storage.machine`) and re-exported for the tests
+by ``tests/strategies.py``. Importing this module imports hypothesis (a test extra, not
+a dependency of crashpoint).
 
 Everything generated here encodes without error (SPEC §2); with ``paired=True``
 the history is also paired (SPEC §3), so storage accepts it.
@@ -21,7 +22,7 @@ from typing import Any, cast
 
 from hypothesis import strategies as st
 
-from ..core import (
+from ....core import (
     AgentState,
     Episode,
     MediaPart,

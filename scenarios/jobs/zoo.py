@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..faultfs import MODELS, PROCESS_CRASH, PersistenceModel
-from ._checkers import INVARIANTS
-from ._engine import EngineResult
-from ._explore import explore
-from ._faults import explore_faults
-from ._targets import MUTANTS, TARGETS, Target, get_target
-from ._workload import SCENARIOS, Workload
+from ...faultfs import MODELS, PROCESS_CRASH, PersistenceModel
+from ..engine.explore import EngineResult
+from ..engine.faults import explore_faults
+from ..kinds.agent.checkers import INVARIANTS
+from ..kinds.agent.kind import explore
+from ..kinds.agent.targets import MUTANTS, TARGETS, Target, get_target
+from ..kinds.agent.workload import SCENARIOS, Workload
 
 __all__ = ["FAULT_COLUMN", "ZooRow", "kill_matrix"]
 
@@ -82,7 +82,7 @@ def kill_matrix(
         for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
-        from ._parallel import worker_pool
+        from .explore import worker_pool
 
         outcomes = []
         with worker_pool(min(jobs, len(targets))) as pool:  # Ctrl-C: the workers killed

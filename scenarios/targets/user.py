@@ -28,7 +28,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from ..faultfs import FileSystem
+from ...faultfs import FileSystem
 
 __all__ = [
     "BadTarget",
@@ -205,7 +205,7 @@ def interception_available() -> bool:
 
 def _intercept_function() -> Callable[..., Any] | None:
     """``crashpoint.faultfs.intercept`` if this installation has it."""
-    from .. import faultfs
+    from ... import faultfs
 
     found = getattr(faultfs, "intercept", None)
     if found is None:
@@ -254,7 +254,7 @@ class Runner(abc.ABC):
         self._icpt: Any = None
 
     def __enter__(self) -> Runner:
-        from ..faultfs import MemoryFileSystem
+        from ...faultfs import MemoryFileSystem
 
         intercept = _intercept_function()
         if intercept is None and self.requires_interception:

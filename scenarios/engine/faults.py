@@ -18,13 +18,13 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterable, Sequence
 
-from ..core._codec import decode_memo
-from ..faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
-from ._checkers import Invariant
-from ._engine import EngineResult, fault_spec
-from ._explore import explore_agent, record, resolve
-from ._targets import Target
-from ._workload import Workload
+from ...core._codec import decode_memo
+from ...faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
+from ..kinds.agent.checkers import Invariant
+from ..kinds.agent.kind import explore_agent, record, resolve
+from ..kinds.agent.targets import Target
+from ..kinds.agent.workload import Workload
+from .explore import EngineResult, fault_spec
 
 __all__ = [
     "FAULTS_BY_OP",

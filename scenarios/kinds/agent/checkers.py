@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core import (
+from ....core import (
     CURRENT_VERSION,
     AgentState,
     ErrorCode,
@@ -27,9 +27,9 @@ from ..core import (
     safe_session_file_name,
     state_is_paired,
 )
-from ..core._ids import session_file_stem
-from ..faultfs import CrashState, Op, OpKind
-from ._workload import Call, CallKind, Expect
+from ....core._ids import session_file_stem
+from ....faultfs import CrashState, Op, OpKind
+from .workload import Call, CallKind, Expect
 
 __all__ = [
     "INVARIANTS",

@@ -4,8 +4,8 @@ crash state's files, byte for byte, recomputed from the recorded run.
 A report lists counterexamples by workload, model, crash point and crash-state digest;
 :func:`report_details` records each listed workload again (runs are deterministic),
 derives that crash point's states under the model, picks the one with the digest and
-renders it with :func:`~crashpoint.scenarios._explain.timeline` and
-:func:`~crashpoint.scenarios._explain.file_view`. A counterexample that cannot be
+renders it with :func:`~crashpoint.scenarios.explain.search.timeline` and
+:func:`~crashpoint.scenarios.explain.search.file_view`. A counterexample that cannot be
 rebuilt (a generated workload, a target kind without a recorder) gets no detail: the
 page then shows the files as report.json describes them.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..faultfs import CrashState, Op, crash_points, get_model
-from ._explain import _prefix_state, file_view, timeline
+from ...faultfs import CrashState, Op, crash_points, get_model
+from ..explain.search import _prefix_state, file_view, timeline
 
 __all__ = ["Recorder", "document_recorder", "explore_recorder", "report_details"]
 
@@ -29,7 +29,7 @@ MAX_DETAILS = 20
 
 def report_details(report: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
     """``{detail_key: {"timeline", "files"}}`` for the report's listed counterexamples."""
-    from ..reports._html import detail_key
+    from ...reports._html import detail_key
 
     out: dict[str, Any] = {}
     runs: dict[tuple[str, str], Any] = {}
@@ -82,9 +82,9 @@ def _detail(
 
 def explore_recorder(target: Any) -> Recorder:
     """A recorder for ``crashpoint explore``: catalogue workloads against ``target``."""
-    from ._explore import record
-    from ._faults import parse_fault
-    from ._workload import BASE_DIR, SCENARIOS
+    from ..engine.faults import parse_fault
+    from ..kinds.agent.kind import record
+    from ..kinds.agent.workload import BASE_DIR, SCENARIOS
 
     def rec(name: str, fault: str) -> tuple[CrashState, list[Op], list[Op], str] | None:
         if name not in SCENARIOS:
@@ -97,7 +97,7 @@ def explore_recorder(target: Any) -> Recorder:
 
 def document_recorder(doc: Any) -> Recorder:
     """A recorder for a document target (``verify --kind document``): its named workloads."""
-    from ._faults import parse_fault
+    from ..engine.faults import parse_fault
 
     def rec(name: str, fault: str) -> tuple[CrashState, list[Op], list[Op], str] | None:
         try:
@@ -105,7 +105,7 @@ def document_recorder(doc: Any) -> Recorder:
         except KeyError:
             return None  # random: drawn by hypothesis, not rebuilt by name
         run = doc.record(workload, parse_fault(fault) if fault else None)
-        from ..faultfs import OpKind
+        from ...faultfs import OpKind
 
         marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps]
         return run.initial, run.ops, marks, doc.base

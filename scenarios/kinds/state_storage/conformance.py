@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core import (
+from ....core import (
     AgentState,
     ErrorCode,
     Message,
@@ -33,7 +33,7 @@ from ..core import (
     ToolCall,
     encode,
 )
-from ..faultfs import (
+from ....faultfs import (
     Fault,
     FileSystem,
     MemoryFileSystem,
@@ -43,13 +43,13 @@ from ..faultfs import (
     makedirs,
     write_bytes,
 )
-from ._engine import Counterexample
-from ._targets import Target
-from ._usertarget import BadTarget, Runner, make_runner
-from ._workload import BASE_DIR, SCENARIOS, CallKind, Workload
+from ...engine.explore import Counterexample
+from ...targets.user import BadTarget, Runner, make_runner
+from ..agent.targets import Target
+from ..agent.workload import BASE_DIR, SCENARIOS, CallKind, Workload
 
 if TYPE_CHECKING:
-    from ._verify import VerifyResult
+    from ...jobs.verify import VerifyResult
 
 __all__ = [
     "CONFORMANCE",
@@ -371,7 +371,7 @@ def state_machine(
     storage declares the reference file layout, without the rules that write the
     reference's files behind its back (:data:`LAYOUT_RULES`): a storage with a layout
     of its own is judged on everything else. Requires hypothesis."""
-    from ._machine import storage_state_machine
+    from .machine import storage_state_machine
 
     machine = storage_state_machine(factory, **options)
     if reference_format:
@@ -402,7 +402,7 @@ def run_state_machine(
     from hypothesis import seed as use_seed
     from hypothesis.stateful import run_state_machine_as_test
 
-    from ._machine import _settings
+    from .machine import _settings
 
     machine = use_seed(seed)(
         state_machine(factory, reference_format=reference_format, models=models)
@@ -461,7 +461,7 @@ def _escape(workload: str, model: str, spec: str, path: str) -> Counterexample:
 
 
 def _preflight(target: Target, runner: Runner, spec: str) -> None:
-    from ._explore import record
+    from ..agent.kind import record
 
     try:
         rec = record(SCENARIOS["first-save"], target)
@@ -488,7 +488,7 @@ def _preflight(target: Target, runner: Runner, spec: str) -> None:
 
 def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] = ()) -> None:
     """No false green: a user's target (not a registered one) is refused with
-    :class:`~crashpoint.scenarios._usertarget.BadTarget` when, in a crash-free run
+    :class:`~crashpoint.scenarios.targets.user.BadTarget` when, in a crash-free run
     with no fault injected, a save returned without a single mutating file operation
     ("save returned but no file operation was recorded: ...": its storage ignores the
     filesystem it was given) or raised ``state_save_failed`` though none of its
@@ -496,7 +496,7 @@ def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] 
     a clean run: ..."; SPEC.md §5: a failed write, rename, delete or sync makes save
     fail). A store that never acknowledges a save breaks no invariant (nothing
     acknowledged is ever lost) and would pass."""
-    from ._targets import MUTANTS, TARGETS
+    from ..agent.targets import MUTANTS, TARGETS
 
     name = target.name
     if TARGETS.get(name) is target or MUTANTS.get(name.removeprefix("mutant:")) is target:
@@ -557,10 +557,11 @@ def verify_state_storage(
     examples: int = 20,
     shard: tuple[int, int] | None = None,
 ) -> VerifyResult:
-    """``verify(factory, kind="state-storage")`` (see ``crashpoint.scenarios._verify.verify``)."""
-    from ._explore import explore_agent, record
-    from ._faults import fault_plan
-    from ._verify import VerifyResult
+    """``verify(factory, kind="state-storage")`` (see
+    ``crashpoint.scenarios.jobs.verify.verify``)."""
+    from ...engine.faults import fault_plan
+    from ...jobs.verify import VerifyResult
+    from ..agent.kind import explore_agent, record
 
     declared = getattr(factory, "crashpoint_format", None) == "reference"
     if reference_format is None:

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import AgentState, StateError, decode_bytes, encode_bytes
-from ..faultfs import CrashState, FileSystem, RecordingFileSystem
-from ._engine import Finding
+from ....core import AgentState, StateError, decode_bytes, encode_bytes
+from ....faultfs import CrashState, FileSystem, RecordingFileSystem
+from ...engine.explore import Finding
 
 __all__ = [
     "BASE_DIR",

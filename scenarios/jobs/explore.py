@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core._codec import decode_memo
-from ..faultfs import MODELS
-from ._engine import EngineResult, fault_spec
-from ._explore import explore, record
-from ._faults import explore_faults_models, fault_plan, parse_fault
-from ._targets import get_target
-from ._workload import SCENARIOS
+from ...core._codec import decode_memo
+from ...faultfs import MODELS
+from ..engine.explore import EngineResult, fault_spec
+from ..engine.faults import explore_faults_models, fault_plan, parse_fault
+from ..kinds.agent.kind import explore, record
+from ..kinds.agent.targets import get_target
+from ..kinds.agent.workload import SCENARIOS
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor

@@ -14,7 +14,7 @@ Recording: each save runs on a fresh real directory holding the model's current 
 under ``strace`` (:func:`crashpoint.faultfs._strace.strace_argv`); the log is
 replayed into the recording filesystem (:class:`~crashpoint.faultfs._strace.StraceReplay`),
 so the operation trace, the crash states and the judging are the document kind's own
-(:class:`~crashpoint.scenarios._document.DocumentKind`, not a copy). Checking: every
+(:class:`~crashpoint.scenarios.kinds.document.kind.DocumentKind`, not a copy). Checking: every
 distinct crash state is written into a fresh real directory and the load command runs
 on it, one process per state, ``jobs`` at a time; loads run under strace too, so the
 files they read (A5) and write (A3) are known. Faults: the call that made operation
@@ -23,9 +23,9 @@ files they read (A5) and write (A3) are known. Faults: the call that made operat
 whose call another tracee also made ``N`` times cannot be targeted and is reported
 (verdict incomplete), never guessed.
 
-Errors: :class:`~crashpoint.scenarios._usertarget.BadTarget` (no strace, a command
+Errors: :class:`~crashpoint.scenarios.targets.user.BadTarget` (no strace, a command
 without its placeholders, a clean save that fails: exit 2) and
-:class:`~crashpoint.scenarios._usertarget.TargetTimeout` (a command ran past
+:class:`~crashpoint.scenarios.targets.user.TargetTimeout` (a command ran past
 ``timeout`` seconds: it is killed, exit 2).
 """
 
@@ -44,7 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..faultfs import (
+from ...faultfs import (
     CrashState,
     Fault,
     FaultKind,
@@ -53,7 +53,7 @@ from ..faultfs import (
     RecordingFileSystem,
     crash_points,
 )
-from ..faultfs._strace import (
+from ...faultfs._strace import (
     IGNORED_RULE,
     Source,
     StraceReplay,
@@ -62,9 +62,9 @@ from ..faultfs._strace import (
     strace_argv,
     strace_available,
 )
-from ._document import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
-from ._engine import EngineResult, explore_kind, fault_spec
-from ._usertarget import BadTarget, Runner, TargetTimeout
+from ..engine.explore import EngineResult, explore_kind, fault_spec
+from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ..targets.user import BadTarget, Runner, TargetTimeout
 
 __all__ = [
     "EXEC_FAULT_ERRNOS",
@@ -219,7 +219,7 @@ class _Recorded:
 
 class ExecRunner(Runner):
     """Runs the save and load commands (see the module docstring); a
-    :class:`~crashpoint.scenarios._usertarget.Runner` so the document kind drives it
+    :class:`~crashpoint.scenarios.targets.user.Runner` so the document kind drives it
     unchanged. No interception: the commands are other processes.
 
     Args:
@@ -768,7 +768,7 @@ def verify_exec(
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
     a bad command; a clean save that fails), TargetTimeout, KeyError (an unknown
     workload)."""
-    from ._verify import VerifyResult, _preflight, _verify_workload
+    from .verify import VerifyResult, _preflight, _verify_workload
 
     reason = strace_available()
     if reason is not None:
@@ -927,7 +927,7 @@ class ExecStateStorage:
         return _decoded(self._call("load", session_id))
 
     def load_or_create(self, session_id: str, initial_metadata: Any = None) -> Any:
-        from ..core import AgentState
+        from ...core import AgentState
 
         fresh = AgentState.new(session_id, dict(initial_metadata or {}))
         return _decoded(self._call("load_or_create", session_id, fresh))
@@ -946,7 +946,7 @@ def _request(op: str, session_id: str, state: Any = None) -> bytes:
     """The protocol request of ``op`` (JSON, sorted keys: a cache key of its reply)."""
     req: dict[str, Any] = {"op": op, "sessionId": session_id}
     if state is not None:
-        from ..core import encode
+        from ...core import encode
 
         req["state"] = encode(state)
     return json.dumps(req, sort_keys=True).encode()
@@ -986,7 +986,7 @@ def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
     """A protocol reply as a dict; ``{"ok": false, "code": C}`` raises ``StateError(C)``
     with the reply's ``"retryability"`` (``never``/``conditional``/``always``) or, when it
     gives none, the one SPEC.md §5 gives the code."""
-    from ..core import ErrorCode, Retryability, StateError
+    from ...core import ErrorCode, Retryability, StateError
 
     spec_retry = {
         ErrorCode.STATE_SAVE_FAILED.value: Retryability.CONDITIONAL,
@@ -1015,7 +1015,7 @@ def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
 
 
 def _decoded(reply: dict[str, Any]) -> Any:
-    from ..core import ErrorCode, StateError, decode
+    from ...core import ErrorCode, StateError, decode
 
     try:
         return decode(reply.get("state"))
@@ -1057,11 +1057,11 @@ def verify_exec_state_storage(
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace, a bad command,
     a clean save that fails), TargetTimeout, KeyError (an unknown workload)."""
-    from ._conformance import _preflight, run_conformance, selected_workloads
-    from ._explore import explore_agent
-    from ._targets import Target
-    from ._verify import VerifyResult
-    from ._workload import BASE_DIR
+    from ..kinds.agent.kind import explore_agent
+    from ..kinds.agent.targets import Target
+    from ..kinds.agent.workload import BASE_DIR
+    from ..kinds.state_storage.conformance import _preflight, run_conformance, selected_workloads
+    from .verify import VerifyResult
 
     reason = strace_available()
     if reason is not None:
@@ -1095,7 +1095,7 @@ def verify_exec_state_storage(
         if fault is not None:
             plan = [fault]
         else:
-            from ._explore import record
+            from ..kinds.agent.kind import record
 
             plan = exec_fault_plan(record(w, tgt).ops)
         return explore_agent(
@@ -1172,10 +1172,10 @@ def _prefetch(
     made change a file is run again without them. The probes still missing then
     run, batched per image. A probe that changed a file is re-run traced when the
     checker asks."""
-    from ..core import AgentState, ErrorCode
-    from ._checkers import observe
-    from ._explore import record
-    from ._workload import BASE_DIR
+    from ...core import AgentState, ErrorCode
+    from ..kinds.agent.checkers import observe
+    from ..kinds.agent.kind import record
+    from ..kinds.agent.workload import BASE_DIR
 
     points = None if crash_point is None else {crash_point}
     wanted: dict[CrashState, list[bytes]] = {}

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..faultfs import (
+from ....faultfs import (
     CrashState,
     Fault,
     MemoryFileSystem,
@@ -34,8 +34,8 @@ from ..faultfs import (
     PersistenceModel,
     RecordingFileSystem,
 )
-from ._engine import Finding, InvariantInfo, Run, Step, fault_spec, register_invariants
-from ._usertarget import Runner, TargetTimeout
+from ...engine.explore import Finding, InvariantInfo, Run, Step, fault_spec, register_invariants
+from ...targets.user import Runner, TargetTimeout
 
 __all__ = [
     "DOCUMENT_INVARIANTS",
@@ -327,7 +327,7 @@ class DocumentKind:
         return ids if faults else tuple(i for i in ids if i != "A4")
 
     def record(self, workload: DocWorkload, fault: Fault | None) -> Run:
-        """Run ``workload`` (see :class:`~crashpoint.scenarios._engine.Kind`); runs are
+        """Run ``workload`` (see :class:`~crashpoint.scenarios.engine.explore.Kind`); runs are
         deterministic (the interception is seeded again per run), so each (workload,
         fault) is recorded once and shared by every model."""
         key = (workload.name, tuple(map(repr, workload.values)), fault)

@@ -1,6 +1,6 @@
 """The agent-state kind: the reference storage's workloads judged by the engine.
 
-:class:`AgentStateKind` implements the engine's :class:`~crashpoint.scenarios._engine.Kind`
+:class:`AgentStateKind` implements the engine's :class:`~crashpoint.scenarios.engine.explore.Kind`
 for storages of agent state (SPEC.md §6): a workload of the catalogue is run once on
 a recording filesystem; every crash state is rebooted on a fresh
 :class:`~crashpoint.faultfs.MemoryFileSystem` with a fresh storage, every session is
@@ -19,9 +19,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core import AgentState, ErrorCode, FileStateStorage, encode_bytes
-from ..core._codec import decode_memo
-from ..faultfs import (
+from ....core import AgentState, ErrorCode, FileStateStorage, encode_bytes
+from ....core._codec import decode_memo
+from ....faultfs import (
     PROCESS_CRASH,
     CrashState,
     Fault,
@@ -33,7 +33,20 @@ from ..faultfs import (
     RecordingFileSystem,
     get_model,
 )
-from ._checkers import (
+from ...engine.explore import (
+    AGENT_TIEBREAK,
+    EngineResult,
+    FileDigests,
+    Finding,
+    InvariantInfo,
+    Run,
+    Step,
+    explore_models,
+    fault_spec,
+    register_invariants,
+)
+from ...targets.user import a_storage, exits_refused
+from .checkers import (
     INVARIANTS,
     Expectation,
     Invariant,
@@ -46,21 +59,8 @@ from ._checkers import (
     secrets_in_state,
     v1_required,
 )
-from ._engine import (
-    AGENT_TIEBREAK,
-    EngineResult,
-    FileDigests,
-    Finding,
-    InvariantInfo,
-    Run,
-    Step,
-    explore_models,
-    fault_spec,
-    register_invariants,
-)
-from ._targets import TARGETS, Factory, Target, get_target
-from ._usertarget import a_storage, exits_refused
-from ._workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
+from .targets import TARGETS, Factory, Target, get_target
+from .workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
 __all__ = [
     "SECRETS",
@@ -244,7 +244,7 @@ class AgentStateKind:
         self._sessions: Sequence[str] = ()
         self.refuse_silent = True
         """Refuse a user storage whose saves acknowledge nothing on the crash-free run
-        (:func:`~crashpoint.scenarios._conformance.refuse_silent_saves`)."""
+        (:func:`~crashpoint.scenarios.kinds.state_storage.conformance.refuse_silent_saves`)."""
 
     # --- the Kind protocol ------------------------------------------------------------
     def workload_name(self, workload: Workload) -> str:
@@ -258,7 +258,9 @@ class AgentStateKind:
         self.workload = workload
         rec = record(workload, self.target, fault=fault)
         if fault is None and self.refuse_silent:
-            from ._conformance import refuse_silent_saves  # lazy: the conformance suite
+            from ..state_storage.conformance import (
+                refuse_silent_saves,  # lazy: the conformance suite
+            )
 
             refuse_silent_saves(rec.calls, self.target, rec.ops)  # a user target's
         self._sessions = rec.sessions

@@ -2,14 +2,14 @@
 
 :func:`verify` loads nothing itself: it takes the factory. The CLI
 (``crashpoint verify TARGET``) loads ``package.module:factory`` or
-``path/to/file.py:factory`` with :func:`~crashpoint.scenarios._usertarget.load_factory`
+``path/to/file.py:factory`` with :func:`~crashpoint.scenarios.targets.user.load_factory`
 and calls it::
 
     result = verify(MyStore, kind="document", model="all", faults=True)
     result.assert_no_violations()
 
-Errors: :class:`~crashpoint.scenarios._usertarget.BadTarget` when the target cannot
-be judged (exit 2 in the CLI), :class:`~crashpoint.scenarios._usertarget.TargetTimeout`
+Errors: :class:`~crashpoint.scenarios.targets.user.BadTarget` when the target cannot
+be judged (exit 2 in the CLI), :class:`~crashpoint.scenarios.targets.user.TargetTimeout`
 when a call hangs past ``timeout`` seconds (exit 2), KeyError for an unknown model,
 workload or value strategy.
 """
@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..faultfs import MODELS, Fault, PersistenceModel, get_model
-from ._document import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
-from ._engine import Counterexample, EngineResult, explore_kind, severity_rank
-from ._usertarget import BadTarget, Runner, make_runner
+from ...faultfs import MODELS, Fault, PersistenceModel, get_model
+from ..engine.explore import Counterexample, EngineResult, explore_kind, severity_rank
+from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ..targets.user import BadTarget, Runner, make_runner
 
 __all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
 
@@ -58,7 +58,7 @@ class VerifyResult:
         target: the target's name; kind: ``document`` or ``state-storage``;
         mode: ``intercepted`` or ``protocol``.
         models: the models' names.
-        results: one :class:`~crashpoint.scenarios._engine.EngineResult` per
+        results: one :class:`~crashpoint.scenarios.engine.explore.EngineResult` per
             (workload, model), in order.
         shrunk: ``{original workload: shrunk workload}`` for workloads that shrank.
         leftovers: crash states that held leftover files (A5 warning count).
@@ -198,7 +198,7 @@ def verify(
     models = resolve_models(model)
     name = target or _name_of(factory)
     if kind == "state-storage":
-        from ._conformance import verify_state_storage
+        from ..kinds.state_storage.conformance import verify_state_storage
 
         return verify_state_storage(
             factory,
@@ -277,7 +277,7 @@ def verify(
 
 def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
     """Whether a worker process can load the same factory from ``spec``."""
-    from ._usertarget import load_factory
+    from ..targets.user import load_factory
 
     try:
         loaded = load_factory(spec)
@@ -288,7 +288,7 @@ def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
 
 def _verify_task(spec: str, workload: str, model: str, options: dict[str, Any]) -> VerifyResult:
     """One (workload, model) of a parallel verify, in a worker process."""
-    from ._usertarget import load_factory
+    from ..targets.user import load_factory
 
     return verify(load_factory(spec), workloads=[workload], model=model, target=spec, **options)
 
@@ -301,7 +301,7 @@ def _verify_parallel(
     interception) and merged in task order: the same report as ``jobs=1``. Errors
     (BadTarget, TargetTimeout) propagate from the first task; on any error or an
     interrupt the workers are killed (a hung one too), not waited for."""
-    from ._parallel import worker_pool
+    from .explore import worker_pool
 
     with worker_pool(min(jobs, len(tasks))) as pool:  # an error or interrupt: workers killed
         futures = [pool.submit(_verify_task, spec, w, m, options) for w, m in tasks]
@@ -322,7 +322,7 @@ def _name_of(factory: Callable[..., Any]) -> str:
 
 def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
     """A clean first save must work, write something and load back (no false green)."""
-    from ..faultfs import MemoryFileSystem, RecordingFileSystem
+    from ...faultfs import MemoryFileSystem, RecordingFileSystem
 
     probe = RecordingFileSystem(MemoryFileSystem(doc.initial_state))
     try:
@@ -347,7 +347,7 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
             f"save returned but no file operation was recorded: target {name!r} "
             f"({runner.mode}) wrote nothing the harness can see"
         )
-    from ..faultfs import CrashState
+    from ...faultfs import CrashState
 
     final = CrashState(tuple(sorted(_final_files(run))), tuple(sorted(doc.initial_state.dirs)))
     if not run.escapes and not run.unsupported:
@@ -362,7 +362,7 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
 
 
 def _final_files(run: Any) -> list[tuple[str, bytes]]:
-    from ..faultfs import Image
+    from ...faultfs import Image
 
     image = Image.from_crash_state(run.initial)
     for op in run.ops:
@@ -434,7 +434,7 @@ def _explore(
     fault: Fault | None = None,
     shard: tuple[int, int] | None = None,
 ) -> EngineResult:
-    from ._faults import fault_plan
+    from ..engine.faults import fault_plan
 
     if fault is not None:
         plan, crashes = [fault], False
@@ -535,7 +535,7 @@ def _search_random(
 
 def report_extra(result: VerifyResult) -> dict[str, Any]:
     """The keys a verify report adds to an explore report."""
-    from ..reports import violation_dict
+    from ...reports import violation_dict
 
     return {
         "kind": result.kind,
@@ -556,7 +556,7 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
 def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
     """The report document (``report.json``'s shape plus verify's keys), findings in
     each scenario ordered by severity, then crash point (SPEC.md §10)."""
-    from ..reports import build_report
+    from ...reports import build_report
 
     report = build_report(
         result.results,

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..faultfs import (
+from ...faultfs import (
     PROCESS_CRASH,
     CrashState,
     MemoryFileSystem,
@@ -44,7 +44,7 @@ from ..faultfs import (
     PersistenceModel,
     crash_points,
 )
-from ._evidence import Evidence, EvidenceFile, merged
+from .evidence import Evidence, EvidenceFile, merged
 
 __all__ = [
     "GENERATED_BOUND",
@@ -105,7 +105,7 @@ REMEDY = {
 
 
 def _agent_parses(data: bytes) -> bool:
-    from ..core import decode_bytes
+    from ...core import decode_bytes
 
     try:
         decode_bytes(data)
@@ -276,7 +276,7 @@ class Explanation:
         return [_words(i, self.target) for i in ids]
 
     def as_dict(self) -> dict[str, Any]:
-        from .. import __version__
+        from ... import __version__
 
         ev = self.evidence
         first = self.write_path_at_fault[:1] or self.matches[:1]
@@ -318,10 +318,10 @@ class Explanation:
 
 
 def _words(invariant: str, target: str) -> dict[str, str]:
-    from ._engine import invariant_info
+    from ..engine.explore import invariant_info
 
     try:
-        from ._checkers import Invariant
+        from ..kinds.agent.checkers import Invariant
 
         inv = Invariant(invariant)
         label, meaning = inv.label, inv.meaning
@@ -628,8 +628,8 @@ def generated_state_workload(spec: str) -> Any:
     """The agent-state workload ``gen:STEP,STEP,...`` (steps: save-grow, save-shrink,
     save-running, mark, delete) on session ``s1``: saves of growing and shrinking
     histories, marks and deletes (issue 12's generated workloads). Raises KeyError."""
-    from ._catalogue import assistant, build_state, user
-    from ._workload import Workload
+    from ..kinds.agent.catalogue import assistant, build_state, user
+    from ..kinds.agent.workload import Workload
 
     name, _, rest = spec.partition(":")
     steps = [s for s in rest.split(",") if s]
@@ -702,7 +702,7 @@ class _StateSearch(_Search):
     kind = "state-storage"
 
     def __init__(self, target: Any) -> None:
-        from ._workload import BASE_DIR
+        from ..kinds.agent.workload import BASE_DIR
 
         self.target = target
         self.base = BASE_DIR
@@ -730,9 +730,9 @@ class _StateSearch(_Search):
 
     def load(self, ev: Evidence, session: str) -> tuple[dict[str, Any], list[dict[str, str]]]:
         """Load the evidence on a copy with the target and with the reference (SPEC.md §6)."""
-        from ..core import encode_bytes
-        from ._checkers import observe
-        from ._targets import TARGETS
+        from ...core import encode_bytes
+        from ..kinds.agent.checkers import observe
+        from ..kinds.agent.targets import TARGETS
 
         def run(target: Any) -> tuple[Any, bool, bool, str]:
             fs = MemoryFileSystem(self._state(ev))
@@ -797,7 +797,7 @@ class _StateSearch(_Search):
         return CrashState(tuple(sorted(files)), tuple(sorted(dirs)))
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        from ._workload import SCENARIOS
+        from ..kinds.agent.workload import SCENARIOS
 
         chosen: list[tuple[Any, bool]] = []
         if user:
@@ -812,7 +812,7 @@ class _StateSearch(_Search):
         return chosen
 
     def runs(self, workload: Any) -> tuple[CrashState, list[Op], list[Op]]:
-        from ._explore import record
+        from ..kinds.agent.kind import record
 
         rec = record(workload, self.target)
         self._recordings[workload.name] = rec
@@ -823,8 +823,8 @@ class _StateSearch(_Search):
     ) -> tuple[list[str], str, str, str]:
         """The invariants ``state`` (at crash point ``k`` of ``workload``) breaks, with
         what load had to give, what it gave, and a replay command."""
-        from ._checkers import INVARIANTS, Invariant, expectation, judge
-        from ._explore import _probe
+        from ..kinds.agent.checkers import INVARIANTS, Invariant, expectation, judge
+        from ..kinds.agent.kind import _probe
 
         rec = self._recordings[workload.name]
         wanted: set[Invariant] = {
@@ -854,10 +854,10 @@ class _StateSearch(_Search):
 
 def _setup_is_valid(workload: Any) -> bool:
     """Whether every file the workload's setup writes decodes (a valid starting disk)."""
-    from ._explore import record
+    from ..kinds.agent.kind import record
 
     try:
-        from ._targets import TARGETS
+        from ..kinds.agent.targets import TARGETS
 
         initial = record(workload, TARGETS["reference"]).initial
     except Exception:
@@ -868,13 +868,13 @@ def _setup_is_valid(workload: Any) -> bool:
 
 
 def _user_state_workload(spec: str) -> Any:
-    from ._workload import SCENARIOS
+    from ..kinds.agent.workload import SCENARIOS
 
     if spec in SCENARIOS:
         return SCENARIOS[spec]
     if spec.startswith("gen:"):
         return generated_state_workload(spec)
-    from ._workload import Workload
+    from ..kinds.agent.workload import Workload
 
     if ":" not in spec:
         known = ", ".join([*SCENARIOS, "gen:STEP,..."])
@@ -885,7 +885,7 @@ def _user_state_workload(spec: str) -> Any:
 def _user_workload_fn(spec: str) -> Any:
     """``--workload module:fn``'s function; BadTarget naming ``--workload`` (not the
     target) when it does not import."""
-    from ._usertarget import BadTarget, load_factory
+    from ..targets.user import BadTarget, load_factory
 
     try:
         return load_factory(spec)
@@ -982,7 +982,7 @@ class _DocSearch(_Search):
         return {p[len(self.base) + 1 :] for p in run.data.final_paths}
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        from ._document import DOC_WORKLOADS, EXTRA_WORKLOADS, DocWorkload, _sized
+        from ..kinds.document.kind import DOC_WORKLOADS, EXTRA_WORKLOADS, DocWorkload, _sized
 
         chosen: list[tuple[Any, bool]] = []
         names = [n for n in DOC_WORKLOADS if n not in ("random", "save-after-failure")]
@@ -1048,11 +1048,11 @@ class _DocSearch(_Search):
 
 def _session_of(ev: Evidence, given: str | None) -> str:
     if given:
-        from ..core import safe_session_file_name
+        from ...core import safe_session_file_name
 
         return str(safe_session_file_name(given))
     if ev.session:
-        from ..core import safe_session_file_name
+        from ...core import safe_session_file_name
 
         return str(safe_session_file_name(ev.session))
     stems = [s[0] for f in ev.files.values() if (s := _stem_role(f.name)) is not None]
@@ -1091,7 +1091,7 @@ def explain(
     Raises:
         KeyError: unknown target, model or workload; BadTarget for a user target.
     """
-    from ..faultfs import MODELS
+    from ...faultfs import MODELS
 
     models = list(models) if models is not None else list(MODELS.values())
     search: _StateSearch | _DocSearch
@@ -1101,7 +1101,7 @@ def explain(
         target in ("reference", "seed") or target.startswith("mutant:")
     )
     if isinstance(target, str) and not builtin and ":" not in target:
-        from ._targets import get_target
+        from ..kinds.agent.targets import get_target
 
         get_target(target)  # KeyError naming the known targets
     if kind is None:
@@ -1109,12 +1109,12 @@ def explain(
     if kind == "document" and builtin:
         raise KeyError(f"--kind document needs a user target (module:factory), not {target!r}")
     if kind == "state-storage":
-        from ._explore import resolve
-        from ._usertarget import load_factory
+        from ..kinds.agent.kind import resolve
+        from ..targets.user import load_factory
 
         factory: Any = target if builtin or not isinstance(target, str) else load_factory(target)
         if not builtin:
-            from ._usertarget import target_mode
+            from ..targets.user import target_mode
 
             if target_mode(factory, name) != "protocol":
                 raise KeyError(
@@ -1123,13 +1123,13 @@ def explain(
                 )
         _, resolved = resolve(PROCESS_CRASH, factory)
         if isinstance(target, str) and not builtin:
-            from ._targets import Target
+            from ..kinds.agent.targets import Target
 
             resolved = Target(target, resolved.factory, resolved.description)
         search = _StateSearch(resolved)
     elif kind == "document":
-        from ._document import DOC_BASE, DocumentKind
-        from ._usertarget import load_factory, make_runner
+        from ..kinds.document.kind import DOC_BASE, DocumentKind
+        from ..targets.user import load_factory, make_runner
 
         factory = load_factory(target) if isinstance(target, str) else target
         runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
@@ -1171,7 +1171,7 @@ def _explain(
     load, findings = search.load(ev, stem or "s1")
     out = Explanation(name, kind, ev, stem, by_name, load, findings)
     if kind == "state-storage":
-        from ..core import decode_bytes
+        from ...core import decode_bytes
 
         # The session id as the files say it (for load): the stem is the file name.
         for f in ev.files.values():
@@ -1347,8 +1347,8 @@ def _state_target(target: str) -> Any:
     """A built-in target's name as is; ``module:factory`` loaded (a protocol factory)."""
     if target in ("reference", "seed") or target.startswith("mutant:") or ":" not in target:
         return target
-    from ._targets import Target
-    from ._usertarget import load_factory
+    from ..kinds.agent.targets import Target
+    from ..targets.user import load_factory
 
     return Target(target, load_factory(target), "the user's target")
 
@@ -1359,7 +1359,7 @@ def replay_state_storage(
     """Replay agent-state ``workload`` (a catalogue name or ``gen:...``) to crash point
     ``k`` (None: every crash point) under ``model`` against ``target``; the
     ``(invariant, crash state digest)`` pairs that fail there."""
-    from ._explore import explore
+    from ..kinds.agent.kind import explore
 
     w = _user_state_workload(workload)
     result = explore(w, model=model, target=_state_target(target), crash_point=k)
@@ -1371,10 +1371,10 @@ def replay_document(
 ) -> list[tuple[str, str]]:
     """Replay the saves of ``values`` against the document ``target`` (a loadable
     ``module:factory``) to crash point ``k`` under ``model``; ``(invariant, digest)`` pairs."""
-    from ..faultfs import get_model
-    from ._document import DOC_BASE, DocumentKind, DocWorkload
-    from ._engine import explore_kind
-    from ._usertarget import load_factory, make_runner
+    from ...faultfs import get_model
+    from ..engine.explore import explore_kind
+    from ..kinds.document.kind import DOC_BASE, DocumentKind, DocWorkload
+    from ..targets.user import load_factory, make_runner
 
     factory = load_factory(target)
     with make_runner(factory, DOC_BASE, spec=target) as runner:
@@ -1394,17 +1394,17 @@ def load_evidence_files(
 ) -> dict[str, Any]:
     """Load ``files`` (name → bytes) on a copy with ``target``; what load did (the
     :class:`Explanation` ``load`` keys) and the read-path findings (emitted tests)."""
-    from ._evidence import _file
+    from .evidence import _file
 
     ev = Evidence("(rebuilt)", "directory", {n: _file(n, d) for n, d in files.items()})
     if kind == "state-storage":
-        from ._explore import resolve
+        from ..kinds.agent.kind import resolve
 
         _, t = resolve(PROCESS_CRASH, _state_target(target))
         load, findings = _StateSearch(t).load(ev, session)
     else:
-        from ._document import DOC_BASE, DocumentKind
-        from ._usertarget import load_factory, make_runner
+        from ..kinds.document.kind import DOC_BASE, DocumentKind
+        from ..targets.user import load_factory, make_runner
 
         with make_runner(load_factory(target), DOC_BASE, spec=target) as runner:
             load, findings = _DocSearch(DocumentKind(runner, target)).load(ev, session)
@@ -1461,7 +1461,7 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
             f"def test_{_ident(m.workload)}_{_ident(m.model)}_crash_point_{m.crash_point}"
             f"_keeps_{inv}():",
             f'    """{inv} under {m.model}: {_doc(m.cause)}"""',
-            f"    from crashpoint.scenarios._explain import {helper}",
+            f"    from crashpoint.scenarios.explain.search import {helper}",
             "",
             f"    failed = {call}",
             f"    assert not [i for i, _ in failed if i == {inv!r}], failed",
@@ -1477,7 +1477,7 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
             "",
             "def test_load_of_the_evidence():",
             '    """Rebuilds the evidence on a copy and asserts what load must do."""',
-            "    from crashpoint.scenarios._explain import load_evidence_files",
+            "    from crashpoint.scenarios.explain.search import load_evidence_files",
             "",
             "    files = {n: base64.b64decode(b) for n, b in FILES.items()}",
             f"    seen = load_evidence_files(TARGET, {ex.kind!r}, files, {ex.session or 's1'!r})",

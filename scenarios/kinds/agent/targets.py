@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import FileStateStorage
-from ..faultfs import FileSystem
+from ....core import FileStateStorage
+from ....faultfs import FileSystem
 
 __all__ = ["MUTANTS", "TARGETS", "Target", "get_target", "mutant"]
 
