@@ -214,7 +214,8 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     from ._options import parse_models
-    from .scenarios.jobs.verify import build_verify_report, verify
+    from .reports import build_verify_report
+    from .scenarios.jobs.verify import verify
     from .scenarios.targets.user import BadTarget, TargetTimeout, load_factory
 
     if args.fault is not None and args.faults:

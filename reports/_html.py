@@ -24,6 +24,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..scenarios.jobs.details import detail_key
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -36,11 +38,6 @@ _COMPILED = "_report_html_j2"
 
 CASES_SHOWN = 20
 """Counterexamples rendered per page (report.json keeps every listed one)."""
-
-
-def detail_key(scenario: str, model: str, crash_point: int, digest: str) -> str:
-    """The key of a counterexample's detail in ``details``."""
-    return f"{scenario}|{model}|{crash_point}|{digest}"
 
 
 def _summary(report: Mapping[str, Any]) -> list[dict[str, Any]]:

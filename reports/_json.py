@@ -39,15 +39,19 @@ from ..scenarios.engine.explore import (
     EngineResult,
     counterexample_order,
     invariant_info,
+    severity_rank,
 )
 
 if TYPE_CHECKING:
-    from ..scenarios import ZooRow
+    from ..scenarios.jobs.verdict import VerifyResult
+    from ..scenarios.jobs.zoo import ZooRow
 
 __all__ = [
     "FORMAT",
     "MAX_LISTED",
     "build_report",
+    "build_verify_report",
+    "report_extra",
     "violation_dict",
     "write_json",
     "write_text",
@@ -218,3 +222,39 @@ def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
         ],
         "ok": all(row.ok for row in rows),
     }
+
+
+def report_extra(result: VerifyResult) -> dict[str, Any]:
+    """The keys a verify report adds to an explore report."""
+    return {
+        "kind": result.kind,
+        "mode": result.mode,
+        "verdict": result.verdict,
+        "incomplete": result.unsupported,
+        "examined_nothing": result.examined_nothing,
+        "seed": result.seed,
+        "values": result.values,
+        "shrunk": dict(result.shrunk),
+        "leftover_states": result.leftovers,
+        "warnings": [violation_dict(c) for c in result.warnings[:25]],
+        "warning_count": len(result.warnings),
+        "conformance": list(result.conformance),
+    }
+
+
+def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
+    """The report document (``report.json``'s shape plus verify's keys), findings in
+    each scenario ordered by severity, then crash point (SPEC.md §10)."""
+    report = build_report(
+        result.results,
+        model=model,
+        target=result.target,
+        extra=report_extra(result),
+    )
+    for s in report["scenarios"]:
+        s["violations"].sort(key=_severity_key)
+    return report
+
+
+def _severity_key(v: Mapping[str, Any]) -> tuple[int, int]:
+    return (severity_rank(v["invariant"]), v["crash_point"]["index"])

@@ -8,10 +8,10 @@ checks the invariants of SPEC.md §8.
 from typing import TYPE_CHECKING, Any
 
 from .engine.explore import Counterexample, EngineResult
-from .engine.faults import explore_faults, fault_plan, parse_fault
+from .engine.faults import fault_plan, parse_fault
 from .kinds.agent import catalogue, mutants, runs  # noqa: F401  (register scenarios and mutants)
 from .kinds.agent.checkers import INVARIANTS, Invariant, Observation, judge
-from .kinds.agent.kind import SECRETS, explore, record
+from .kinds.agent.kind import SECRETS, explore, explore_faults, record
 from .kinds.agent.targets import MUTANTS, TARGETS, Target, get_target, mutant
 from .kinds.agent.workload import (
     BASE_DIR,

@@ -16,21 +16,14 @@ at the end of the run (or at any crash point after the acknowledgement).
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from ...core._codec import decode_memo
-from ...faultfs import PROCESS_CRASH, Fault, FaultKind, Op, OpKind, PersistenceModel
-from ..kinds.agent.checkers import Invariant
-from ..kinds.agent.kind import explore_agent, record, resolve
-from ..kinds.agent.targets import Target
-from ..kinds.agent.workload import Workload
-from .explore import EngineResult, fault_spec
+from ...faultfs import Fault, FaultKind, Op, OpKind
+from .explore import fault_spec
 
 __all__ = [
     "FAULTS_BY_OP",
     "FAULT_ERRNOS",
-    "explore_faults",
-    "explore_faults_models",
     "fault_plan",
     "fault_spec",
     "parse_fault",
@@ -112,63 +105,3 @@ def parse_fault(text: str) -> Fault:
     if name.upper() not in FAULT_ERRNOS:
         raise ValueError(f"unknown fault {name!r} in {text!r}; NAME is one of {valid}")
     return Fault(at, getattr(errno, name.upper()))
-
-
-def explore_faults(
-    workload: Workload,
-    *,
-    model: PersistenceModel | str = PROCESS_CRASH,
-    target: Target | str | None = None,
-    checker: Iterable[Invariant | str] | None = None,
-    faults: Sequence[Fault] | None = None,
-    shard: tuple[int, int] | None = None,
-    crash_window: int | None = 1,
-) -> EngineResult:
-    """Run ``workload`` once per fault of :func:`fault_plan` (or ``faults``) and check
-    F1, then every invariant at the crash points after the fault.
-
-    ``crash_window``: how many crash points right after the failed operation are
-    explored (default 1: a crash right after the failure), plus the end of the run
-    (no crash: F1); None explores every crash point from the fault on.
-
-    Returns the engine's result, whose ``faults`` counts the faulted runs.
-    """
-    (result,) = explore_faults_models(
-        workload,
-        models=(model,),
-        target=target,
-        checker=checker,
-        faults=faults,
-        shard=shard,
-        crash_window=crash_window,
-    )
-    return result
-
-
-@decode_memo()  # one content-addressed decode memo per exploration (issue 11)
-def explore_faults_models(
-    workload: Workload,
-    *,
-    models: Sequence[PersistenceModel | str],
-    target: Target | str | None = None,
-    checker: Iterable[Invariant | str] | None = None,
-    faults: Sequence[Fault] | None = None,
-    shard: tuple[int, int] | None = None,
-    crash_window: int | None = 1,
-) -> list[EngineResult]:
-    """:func:`explore_faults` under each of ``models``, recording each faulted run
-    once (a recording does not depend on the model): one result per model, in order,
-    each the same as ``explore_faults`` gives for that model."""
-    resolved = [resolve(m, target) for m in models]
-    agent = resolved[0][1]
-    plan = list(faults) if faults is not None else fault_plan(record(workload, agent).ops)
-    return explore_agent(
-        workload,
-        models=[m for m, _ in resolved],
-        target=agent,
-        checker=checker,
-        faults=plan,
-        crashes=False,
-        shard=shard,
-        crash_window=crash_window,
-    )

@@ -18,7 +18,13 @@ from typing import Any
 from ...faultfs import CrashState, Op, crash_points, get_model
 from ..explain.search import _prefix_state, file_view, timeline
 
-__all__ = ["Recorder", "document_recorder", "explore_recorder", "report_details"]
+__all__ = [
+    "Recorder",
+    "detail_key",
+    "document_recorder",
+    "explore_recorder",
+    "report_details",
+]
 
 Recorder = Callable[[str, str], "tuple[CrashState, list[Op], list[Op], str] | None"]
 """``recorder(workload, fault)`` → ``(initial, ops, marks, base_dir)`` or None."""
@@ -29,7 +35,6 @@ MAX_DETAILS = 20
 
 def report_details(report: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
     """``{detail_key: {"timeline", "files"}}`` for the report's listed counterexamples."""
-    from ...reports._html import detail_key
 
     out: dict[str, Any] = {}
     runs: dict[tuple[str, str], Any] = {}
@@ -111,3 +116,8 @@ def document_recorder(doc: Any) -> Recorder:
         return run.initial, run.ops, marks, doc.base
 
     return rec
+
+
+def detail_key(scenario: str, model: str, crash_point: int, digest: str) -> str:
+    """The key of a counterexample's detail in ``details``."""
+    return f"{scenario}|{model}|{crash_point}|{digest}"

@@ -768,7 +768,8 @@ def verify_exec(
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
     a bad command; a clean save that fails), TargetTimeout, KeyError (an unknown
     workload)."""
-    from .verify import VerifyResult, _preflight, _verify_workload
+    from .verdict import VerifyResult
+    from .verify import _preflight, _verify_workload
 
     reason = strace_available()
     if reason is not None:
@@ -1061,7 +1062,7 @@ def verify_exec_state_storage(
     from ..kinds.agent.targets import Target
     from ..kinds.agent.workload import BASE_DIR
     from ..kinds.state_storage.conformance import _preflight, run_conformance, selected_workloads
-    from .verify import VerifyResult
+    from .verdict import VerifyResult
 
     reason = strace_available()
     if reason is not None:

@@ -17,14 +17,14 @@ workload or value strategy.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ...faultfs import MODELS, Fault, PersistenceModel, get_model
-from ..engine.explore import Counterexample, EngineResult, explore_kind, severity_rank
+from ..engine.explore import EngineResult, explore_kind
 from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
 from ..targets.user import BadTarget, Runner, make_runner
+from .verdict import VerifyResult
 
 __all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
 
@@ -48,103 +48,6 @@ def resolve_models(
             raise KeyError(f"no model named; known: {', '.join(MODELS)}, all")
         return [get_model(n) for n in dict.fromkeys(names)]
     return [m if isinstance(m, PersistenceModel) else get_model(m) for m in model]
-
-
-@dataclass(slots=True)
-class VerifyResult:
-    """What verifying one target found.
-
-    Attributes:
-        target: the target's name; kind: ``document`` or ``state-storage``;
-        mode: ``intercepted`` or ``protocol``.
-        models: the models' names.
-        results: one :class:`~crashpoint.scenarios.engine.explore.EngineResult` per
-            (workload, model), in order.
-        shrunk: ``{original workload: shrunk workload}`` for workloads that shrank.
-        leftovers: crash states that held leftover files (A5 warning count).
-        seed, values: what generated the workloads.
-    """
-
-    target: str
-    kind: str
-    mode: str
-    models: list[str]
-    results: list[EngineResult] = field(default_factory=list)
-    shrunk: dict[str, str] = field(default_factory=dict)
-    leftovers: int = 0
-    seed: int = 0
-    values: str = "json"
-    conformance: list[dict[str, Any]] = field(default_factory=list)
-    leftover_ids: set[str] = field(default_factory=set, repr=False)
-
-    @property
-    def failed_checks(self) -> list[dict[str, Any]]:
-        """Conformance checks (state-storage) that failed."""
-        return [c for c in self.conformance if not c["passed"]]
-
-    @property
-    def counterexamples(self) -> list[Counterexample]:
-        return [c for r in self.results for c in r.counterexamples]
-
-    @property
-    def warnings(self) -> list[Counterexample]:
-        return [c for r in self.results for c in r.warnings]
-
-    @property
-    def unsupported(self) -> list[str]:
-        return list(dict.fromkeys(u for r in self.results for u in r.unsupported))
-
-    @property
-    def examined_nothing(self) -> bool:
-        """No crash point of any run was examined (no workload, no model, a crash point
-        or fault no run has, an empty shard): nothing was verified."""
-        return not any(r.crash_points for r in self.results)
-
-    @property
-    def incomplete(self) -> bool:
-        """A call the model cannot represent was made, or nothing was examined: the
-        verdict is not a pass."""
-        return bool(self.unsupported) or self.examined_nothing
-
-    @property
-    def ok(self) -> bool:
-        return not self.counterexamples and not self.failed_checks and not self.incomplete
-
-    @property
-    def verdict(self) -> str:
-        """``incomplete`` (a call the model cannot represent: findings after it are not
-        a full account; or no crash point examined), ``violation`` or ``clean``."""
-        if self.incomplete:
-            return "incomplete"
-        return "violation" if self.counterexamples or self.failed_checks else "clean"
-
-    def killed_by(self) -> list[str]:
-        found: list[str] = []
-        for r in self.results:
-            found += [i for i in r.killed_by() if i not in found]
-        return found
-
-    def assert_no_violations(self) -> None:
-        """Raise ``AssertionError`` with the most severe, smallest counterexample, or
-        naming the unsupported calls when the verdict is incomplete."""
-        if self.counterexamples:
-            first = self.counterexamples[0]
-            more = len(self.counterexamples) - 1
-            tail = f"\n  (and {more} more violation(s))" if more else ""
-            raise AssertionError(first.render() + tail)
-        if self.failed_checks:
-            c = self.failed_checks[0]
-            raise AssertionError(f"conformance {c['id']} ({c['check']}) failed: {c['why']}")
-        if self.unsupported:
-            raise AssertionError(
-                "verdict incomplete: calls the model cannot represent: "
-                + ", ".join(self.unsupported)
-            )
-        if self.examined_nothing:
-            raise AssertionError(
-                "verdict incomplete: no crash point was examined (no workload or model, or "
-                "a crash point, fault or shard no run has): nothing was verified"
-            )
 
 
 def verify(
@@ -198,7 +101,7 @@ def verify(
     models = resolve_models(model)
     name = target or _name_of(factory)
     if kind == "state-storage":
-        from ..kinds.state_storage.conformance import verify_state_storage
+        from .storage import verify_state_storage
 
         return verify_state_storage(
             factory,
@@ -301,7 +204,7 @@ def _verify_parallel(
     interception) and merged in task order: the same report as ``jobs=1``. Errors
     (BadTarget, TargetTimeout) propagate from the first task; on any error or an
     interrupt the workers are killed (a hung one too), not waited for."""
-    from .explore import worker_pool
+    from ..engine.pool import worker_pool
 
     with worker_pool(min(jobs, len(tasks))) as pool:  # an error or interrupt: workers killed
         futures = [pool.submit(_verify_task, spec, w, m, options) for w, m in tasks]
@@ -531,43 +434,3 @@ def _search_random(
     except NoSuchExample:
         found = list(last)
     return DocWorkload("random", tuple(found)), seen
-
-
-def report_extra(result: VerifyResult) -> dict[str, Any]:
-    """The keys a verify report adds to an explore report."""
-    from ...reports import violation_dict
-
-    return {
-        "kind": result.kind,
-        "mode": result.mode,
-        "verdict": result.verdict,
-        "incomplete": result.unsupported,
-        "examined_nothing": result.examined_nothing,
-        "seed": result.seed,
-        "values": result.values,
-        "shrunk": dict(result.shrunk),
-        "leftover_states": result.leftovers,
-        "warnings": [violation_dict(c) for c in result.warnings[:25]],
-        "warning_count": len(result.warnings),
-        "conformance": list(result.conformance),
-    }
-
-
-def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
-    """The report document (``report.json``'s shape plus verify's keys), findings in
-    each scenario ordered by severity, then crash point (SPEC.md §10)."""
-    from ...reports import build_report
-
-    report = build_report(
-        result.results,
-        model=model,
-        target=result.target,
-        extra=report_extra(result),
-    )
-    for s in report["scenarios"]:
-        s["violations"].sort(key=_severity_key)
-    return report
-
-
-def _severity_key(v: Mapping[str, Any]) -> tuple[int, int]:
-    return (severity_rank(v["invariant"]), v["crash_point"]["index"])

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 from ...faultfs import MODELS, PROCESS_CRASH, PersistenceModel
 from ..engine.explore import EngineResult
-from ..engine.faults import explore_faults
 from ..kinds.agent.checkers import INVARIANTS
-from ..kinds.agent.kind import explore
+from ..kinds.agent.kind import explore, explore_faults
 from ..kinds.agent.targets import MUTANTS, TARGETS, Target, get_target
 from ..kinds.agent.workload import SCENARIOS, Workload
 

@@ -18,6 +18,7 @@ import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ....core import AgentState, ErrorCode, FileStateStorage, encode_bytes
 from ....core._codec import decode_memo
@@ -45,7 +46,8 @@ from ...engine.explore import (
     fault_spec,
     register_invariants,
 )
-from ...targets.user import a_storage, exits_refused
+from ...engine.faults import fault_plan
+from ...targets.user import BadTarget, a_storage, exits_refused
 from .checkers import (
     INVARIANTS,
     Expectation,
@@ -59,7 +61,7 @@ from .checkers import (
     secrets_in_state,
     v1_required,
 )
-from .targets import TARGETS, Factory, Target, get_target
+from .targets import MUTANTS, TARGETS, Factory, Target, get_target
 from .workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
 __all__ = [
@@ -68,7 +70,10 @@ __all__ = [
     "Recording",
     "explore",
     "explore_agent",
+    "explore_faults",
+    "explore_faults_models",
     "record",
+    "refuse_silent_saves",
     "resolve",
 ]
 
@@ -244,7 +249,7 @@ class AgentStateKind:
         self._sessions: Sequence[str] = ()
         self.refuse_silent = True
         """Refuse a user storage whose saves acknowledge nothing on the crash-free run
-        (:func:`~crashpoint.scenarios.kinds.state_storage.conformance.refuse_silent_saves`)."""
+        (:func:`refuse_silent_saves`)."""
 
     # --- the Kind protocol ------------------------------------------------------------
     def workload_name(self, workload: Workload) -> str:
@@ -258,10 +263,6 @@ class AgentStateKind:
         self.workload = workload
         rec = record(workload, self.target, fault=fault)
         if fault is None and self.refuse_silent:
-            from ..state_storage.conformance import (
-                refuse_silent_saves,  # lazy: the conformance suite
-            )
-
             refuse_silent_saves(rec.calls, self.target, rec.ops)  # a user target's
         self._sessions = rec.sessions
         for call in rec.calls:  # a load equal to a saved state shares its value
@@ -901,3 +902,95 @@ class _EqualStates:
                 return known
         bucket.append(state)
         return state
+
+
+def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] = ()) -> None:
+    """No false green: a user's target (not a registered one) is refused with
+    :class:`~crashpoint.scenarios.targets.user.BadTarget` when, in a crash-free run
+    with no fault injected, a save returned without a single mutating file operation
+    ("save returned but no file operation was recorded: ...": its storage ignores the
+    filesystem it was given) or raised ``state_save_failed`` though none of its
+    operations in ``ops`` (the run's trace) failed ("save raised state_save_failed on
+    a clean run: ..."; SPEC.md §5: a failed write, rename, delete or sync makes save
+    fail). A store that never acknowledges a save breaks no invariant (nothing
+    acknowledged is ever lost) and would pass."""
+    name = target.name
+    if TARGETS.get(name) is target or MUTANTS.get(name.removeprefix("mutant:")) is target:
+        return
+    for call in calls:
+        if call.kind is not CallKind.SAVE:
+            continue
+        if call.error is None and call.end == call.begin:
+            raise BadTarget(
+                f"save returned but no file operation was recorded: target {name!r} "
+                f"({call.label}) writes nowhere the harness can see (does it ignore fs?)"
+            )
+        if (
+            call.error is not None
+            and call.error == ErrorCode.STATE_SAVE_FAILED
+            and all(op.errno is None for op in ops[call.begin : call.end])
+        ):
+            raise BadTarget(
+                f"save raised state_save_failed on a clean run: target {name!r} "
+                f"({call.label}) failed though no file operation of it failed"
+            )
+
+
+def explore_faults(
+    workload: Workload,
+    *,
+    model: PersistenceModel | str = PROCESS_CRASH,
+    target: Target | str | None = None,
+    checker: Iterable[Invariant | str] | None = None,
+    faults: Sequence[Fault] | None = None,
+    shard: tuple[int, int] | None = None,
+    crash_window: int | None = 1,
+) -> EngineResult:
+    """Run ``workload`` once per fault of :func:`fault_plan` (or ``faults``) and check
+    F1, then every invariant at the crash points after the fault.
+
+    ``crash_window``: how many crash points right after the failed operation are
+    explored (default 1: a crash right after the failure), plus the end of the run
+    (no crash: F1); None explores every crash point from the fault on.
+
+    Returns the engine's result, whose ``faults`` counts the faulted runs.
+    """
+    (result,) = explore_faults_models(
+        workload,
+        models=(model,),
+        target=target,
+        checker=checker,
+        faults=faults,
+        shard=shard,
+        crash_window=crash_window,
+    )
+    return result
+
+
+@decode_memo()  # one content-addressed decode memo per exploration (issue 11)
+def explore_faults_models(
+    workload: Workload,
+    *,
+    models: Sequence[PersistenceModel | str],
+    target: Target | str | None = None,
+    checker: Iterable[Invariant | str] | None = None,
+    faults: Sequence[Fault] | None = None,
+    shard: tuple[int, int] | None = None,
+    crash_window: int | None = 1,
+) -> list[EngineResult]:
+    """:func:`explore_faults` under each of ``models``, recording each faulted run
+    once (a recording does not depend on the model): one result per model, in order,
+    each the same as ``explore_faults`` gives for that model."""
+    resolved = [resolve(m, target) for m in models]
+    agent = resolved[0][1]
+    plan = list(faults) if faults is not None else fault_plan(record(workload, agent).ops)
+    return explore_agent(
+        workload,
+        models=[m for m, _ in resolved],
+        target=agent,
+        checker=checker,
+        faults=plan,
+        crashes=False,
+        shard=shard,
+        crash_window=crash_window,
+    )

@@ -2,10 +2,10 @@
 
 A user's state storage has the six methods of SPEC.md §6 and comes from
 ``factory(fs, base_dir)`` (protocol) or ``factory(base_dir)`` (unmodified code, run
-intercepted). :func:`verify_state_storage` explores the storage workloads of the
-catalogue under each model (and faults) with the agent-state checker, and runs the
-conformance suite: the seed's checklist §13.1–13.6 and §13.8 written once against
-*any* storage (:data:`CONFORMANCE`).
+intercepted). :func:`~crashpoint.scenarios.jobs.storage.verify_state_storage`
+explores the storage workloads of the catalogue under each model (and faults) with the
+agent-state checker, and runs the conformance suite: the seed's checklist §13.1–13.6
+and §13.8 written once against *any* storage (:data:`CONFORMANCE`).
 
 Checks and workloads that depend on the reference's own file layout (a
 harness-written future-version main, corrupt main with a good bak, bak rotation,
@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,19 +37,18 @@ from ....faultfs import (
     Fault,
     FileSystem,
     MemoryFileSystem,
-    Op,
     PersistenceModel,
     RecordingFileSystem,
     makedirs,
     write_bytes,
 )
 from ...engine.explore import Counterexample
-from ...targets.user import BadTarget, Runner, make_runner
+from ...targets.user import BadTarget, Runner
 from ..agent.targets import Target
 from ..agent.workload import BASE_DIR, SCENARIOS, CallKind, Workload
 
 if TYPE_CHECKING:
-    from ...jobs.verify import VerifyResult
+    pass
 
 __all__ = [
     "CONFORMANCE",
@@ -57,13 +56,11 @@ __all__ = [
     "REFERENCE_LAYOUT_SCENARIOS",
     "Check",
     "needs_reference_format",
-    "refuse_silent_saves",
     "run_conformance",
     "run_state_machine",
     "selected_workloads",
     "state_machine",
     "storage_target",
-    "verify_state_storage",
 ]
 
 REFERENCE_LAYOUT_SCENARIOS = frozenset({"media-placeholder"})
@@ -486,40 +483,6 @@ def _preflight(target: Target, runner: Runner, spec: str) -> None:
             )
 
 
-def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] = ()) -> None:
-    """No false green: a user's target (not a registered one) is refused with
-    :class:`~crashpoint.scenarios.targets.user.BadTarget` when, in a crash-free run
-    with no fault injected, a save returned without a single mutating file operation
-    ("save returned but no file operation was recorded: ...": its storage ignores the
-    filesystem it was given) or raised ``state_save_failed`` though none of its
-    operations in ``ops`` (the run's trace) failed ("save raised state_save_failed on
-    a clean run: ..."; SPEC.md §5: a failed write, rename, delete or sync makes save
-    fail). A store that never acknowledges a save breaks no invariant (nothing
-    acknowledged is ever lost) and would pass."""
-    from ..agent.targets import MUTANTS, TARGETS
-
-    name = target.name
-    if TARGETS.get(name) is target or MUTANTS.get(name.removeprefix("mutant:")) is target:
-        return
-    for call in calls:
-        if call.kind is not CallKind.SAVE:
-            continue
-        if call.error is None and call.end == call.begin:
-            raise BadTarget(
-                f"save returned but no file operation was recorded: target {name!r} "
-                f"({call.label}) writes nowhere the harness can see (does it ignore fs?)"
-            )
-        if (
-            call.error is not None
-            and call.error == ErrorCode.STATE_SAVE_FAILED
-            and all(op.errno is None for op in ops[call.begin : call.end])
-        ):
-            raise BadTarget(
-                f"save raised state_save_failed on a clean run: target {name!r} "
-                f"({call.label}) failed though no file operation of it failed"
-            )
-
-
 def selected_workloads(names: Iterable[str] | None, *, reference_format: bool) -> list[Workload]:
     """The storage workloads a user storage is explored on. Raises KeyError."""
     chosen = [
@@ -540,96 +503,3 @@ def selected_workloads(names: Iterable[str] | None, *, reference_format: bool) -
             )
         out.append(w)
     return out
-
-
-def verify_state_storage(
-    factory: Callable[..., Any],
-    *,
-    models: Sequence[PersistenceModel],
-    faults: bool = False,
-    workloads: Iterable[str] | None = None,
-    crash_point: int | None = None,
-    fault: Fault | None = None,
-    timeout: float | None = None,
-    target: str = "",
-    seed: int = 0,
-    reference_format: bool | None = None,
-    examples: int = 20,
-    shard: tuple[int, int] | None = None,
-) -> VerifyResult:
-    """``verify(factory, kind="state-storage")`` (see
-    ``crashpoint.scenarios.jobs.verify.verify``)."""
-    from ...engine.faults import fault_plan
-    from ...jobs.verify import VerifyResult
-    from ..agent.kind import explore_agent, record
-
-    declared = getattr(factory, "crashpoint_format", None) == "reference"
-    if reference_format is None:
-        reference_format = declared
-    # a replay needs the flag when the factory does not declare the format itself
-    flags = " --format reference" if reference_format and not declared else ""
-    chosen = selected_workloads(workloads, reference_format=reference_format)
-    runner = make_runner(factory, BASE_DIR, spec=target, timeout=timeout, seed=seed)
-    result = VerifyResult(target, "state-storage", runner.mode, [m.name for m in models], seed=seed)
-    with runner:
-        tgt = storage_target(runner, target)
-        _preflight(tgt, runner, target)
-        command = f"crashpoint verify {target} --kind state-storage{flags} --workload"
-        for w in chosen:
-            for m in models:
-                if fault is None:
-                    (r,) = explore_agent(
-                        w,
-                        models=[m],
-                        target=tgt,
-                        crash_point=crash_point,
-                        shard=shard,
-                        name=target,
-                        command=command,
-                    )
-                    result.results.append(r)
-                if faults or fault is not None:
-                    plan = [fault] if fault is not None else fault_plan(record(w, tgt).ops)
-                    (rf,) = explore_agent(
-                        w,
-                        models=[m],
-                        target=tgt,
-                        faults=plan,
-                        crashes=False,
-                        shard=shard,
-                        name=target,
-                        command=command,
-                    )
-                    result.results.append(rf)
-                last = result.results[-1]
-                last.unsupported += [u for u in runner.unsupported() if u not in last.unsupported]
-                for path in runner.escapes():
-                    last.counterexamples.append(_escape(w.name, m.name, target, path))
-        failed = [
-            (check, why)
-            for check, why in run_conformance(
-                lambda fs: tgt(fs, BASE_DIR), reference_format=reference_format
-            )
-        ]
-        if crash_point is None and fault is None:
-            machine = run_state_machine(
-                tgt,
-                reference_format=reference_format,
-                max_examples=examples,
-                seed=seed,
-                models=models,
-            )
-    result.conformance = [
-        {"id": c.id, "check": c.name, "passed": why is None, "why": why} for c, why in failed
-    ]
-    if crash_point is None and fault is None:
-        rules = "every rule" if reference_format else "rules of any layout"
-        result.conformance.append(
-            {
-                "id": "machine",
-                "check": f"storage state machine, {examples} programs ({rules})",
-                "passed": machine is None,
-                "why": machine,
-            }
-        )
-    return result
