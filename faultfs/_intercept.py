@@ -53,6 +53,7 @@ from typing import Any, ClassVar, TypeVar
 from ._descriptors import DescriptorTable, normalise
 from ._image import os_error
 from ._protocol import FileSystem
+from ._recording import SimulatedCrash
 
 __all__ = ["Interception", "intercept"]
 
@@ -1652,8 +1653,6 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
 
     def hook(unraisable: Any) -> None:
         # A file object collected after the simulated machine stopped cannot flush.
-        from ._recording import SimulatedCrash
-
         if not isinstance(unraisable.exc_value, SimulatedCrash):
             saved_hook(unraisable)
 

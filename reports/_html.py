@@ -24,7 +24,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..scenarios.jobs.details import detail_key
+from ..scenarios.engine.explore import detail_key
+from ._json import write_text
 
 if TYPE_CHECKING:
     import jinja2
@@ -233,8 +234,6 @@ def write_html(
     details: Mapping[str, Any] | None = None,
 ) -> None:
     """Write :func:`render_html` to ``path`` (replaced atomically). Raises OSError."""
-    from ._json import write_text
-
     write_text(render_html(report, details), path)
 
 

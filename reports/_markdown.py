@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ._json import write_text
+
 __all__ = ["render_markdown", "write_markdown"]
 
 
@@ -158,6 +160,4 @@ def _zoo_md(zoo: Mapping[str, Any]) -> list[str]:
 
 def write_markdown(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Write the Markdown rendering of ``report`` to ``path`` (replaced atomically)."""
-    from ._json import write_text
-
     write_text(render_markdown(report), path)

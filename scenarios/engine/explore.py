@@ -47,6 +47,7 @@ __all__ = [
     "Tally",
     "counterexample_order",
     "crash_point_words",
+    "detail_key",
     "explore_kind",
     "explore_models",
     "fault_spec",
@@ -817,3 +818,8 @@ def fault_spec(fault: Fault) -> str:
 def _in_shard(state: CrashState, shard: tuple[int, int]) -> bool:
     k, n = shard
     return int(state.digest(), 16) % n == k - 1
+
+
+def detail_key(scenario: str, model: str, crash_point: int, digest: str) -> str:
+    """The key of a counterexample's detail in ``details``."""
+    return f"{scenario}|{model}|{crash_point}|{digest}"

@@ -35,7 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import __version__
+from ...core import decode_bytes, encode_bytes, safe_session_file_name
 from ...faultfs import (
+    MODELS,
     PROCESS_CRASH,
     CrashState,
     MemoryFileSystem,
@@ -43,8 +46,24 @@ from ...faultfs import (
     OpKind,
     PersistenceModel,
     crash_points,
+    get_model,
 )
-from .evidence import Evidence, EvidenceFile, merged
+from ..engine.explore import explore_kind, invariant_info
+from ..kinds.agent.catalogue import assistant, build_state, user
+from ..kinds.agent.checkers import INVARIANTS, Invariant, expectation, judge, observe
+from ..kinds.agent.kind import _probe, explore, record, resolve
+from ..kinds.agent.targets import TARGETS, Target, get_target
+from ..kinds.agent.workload import BASE_DIR, SCENARIOS, Workload
+from ..kinds.document.kind import (
+    DOC_BASE,
+    DOC_WORKLOADS,
+    EXTRA_WORKLOADS,
+    DocumentKind,
+    DocWorkload,
+    _sized,
+)
+from ..targets.user import BadTarget, load_factory, make_runner, target_mode
+from .evidence import Evidence, EvidenceFile, _file, merged
 
 __all__ = [
     "GENERATED_BOUND",
@@ -105,7 +124,7 @@ REMEDY = {
 
 
 def _agent_parses(data: bytes) -> bool:
-    from ...core import decode_bytes
+    pass
 
     try:
         decode_bytes(data)
@@ -276,7 +295,7 @@ class Explanation:
         return [_words(i, self.target) for i in ids]
 
     def as_dict(self) -> dict[str, Any]:
-        from ... import __version__
+        pass
 
         ev = self.evidence
         first = self.write_path_at_fault[:1] or self.matches[:1]
@@ -318,10 +337,10 @@ class Explanation:
 
 
 def _words(invariant: str, target: str) -> dict[str, str]:
-    from ..engine.explore import invariant_info
+    pass
 
     try:
-        from ..kinds.agent.checkers import Invariant
+        pass
 
         inv = Invariant(invariant)
         label, meaning = inv.label, inv.meaning
@@ -628,8 +647,6 @@ def generated_state_workload(spec: str) -> Any:
     """The agent-state workload ``gen:STEP,STEP,...`` (steps: save-grow, save-shrink,
     save-running, mark, delete) on session ``s1``: saves of growing and shrinking
     histories, marks and deletes (issue 12's generated workloads). Raises KeyError."""
-    from ..kinds.agent.catalogue import assistant, build_state, user
-    from ..kinds.agent.workload import Workload
 
     name, _, rest = spec.partition(":")
     steps = [s for s in rest.split(",") if s]
@@ -702,7 +719,7 @@ class _StateSearch(_Search):
     kind = "state-storage"
 
     def __init__(self, target: Any) -> None:
-        from ..kinds.agent.workload import BASE_DIR
+        pass
 
         self.target = target
         self.base = BASE_DIR
@@ -730,9 +747,6 @@ class _StateSearch(_Search):
 
     def load(self, ev: Evidence, session: str) -> tuple[dict[str, Any], list[dict[str, str]]]:
         """Load the evidence on a copy with the target and with the reference (SPEC.md §6)."""
-        from ...core import encode_bytes
-        from ..kinds.agent.checkers import observe
-        from ..kinds.agent.targets import TARGETS
 
         def run(target: Any) -> tuple[Any, bool, bool, str]:
             fs = MemoryFileSystem(self._state(ev))
@@ -797,7 +811,7 @@ class _StateSearch(_Search):
         return CrashState(tuple(sorted(files)), tuple(sorted(dirs)))
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        from ..kinds.agent.workload import SCENARIOS
+        pass
 
         chosen: list[tuple[Any, bool]] = []
         if user:
@@ -812,7 +826,7 @@ class _StateSearch(_Search):
         return chosen
 
     def runs(self, workload: Any) -> tuple[CrashState, list[Op], list[Op]]:
-        from ..kinds.agent.kind import record
+        pass
 
         rec = record(workload, self.target)
         self._recordings[workload.name] = rec
@@ -823,8 +837,6 @@ class _StateSearch(_Search):
     ) -> tuple[list[str], str, str, str]:
         """The invariants ``state`` (at crash point ``k`` of ``workload``) breaks, with
         what load had to give, what it gave, and a replay command."""
-        from ..kinds.agent.checkers import INVARIANTS, Invariant, expectation, judge
-        from ..kinds.agent.kind import _probe
 
         rec = self._recordings[workload.name]
         wanted: set[Invariant] = {
@@ -854,10 +866,9 @@ class _StateSearch(_Search):
 
 def _setup_is_valid(workload: Any) -> bool:
     """Whether every file the workload's setup writes decodes (a valid starting disk)."""
-    from ..kinds.agent.kind import record
 
     try:
-        from ..kinds.agent.targets import TARGETS
+        pass
 
         initial = record(workload, TARGETS["reference"]).initial
     except Exception:
@@ -868,13 +879,12 @@ def _setup_is_valid(workload: Any) -> bool:
 
 
 def _user_state_workload(spec: str) -> Any:
-    from ..kinds.agent.workload import SCENARIOS
+    pass
 
     if spec in SCENARIOS:
         return SCENARIOS[spec]
     if spec.startswith("gen:"):
         return generated_state_workload(spec)
-    from ..kinds.agent.workload import Workload
 
     if ":" not in spec:
         known = ", ".join([*SCENARIOS, "gen:STEP,..."])
@@ -885,7 +895,6 @@ def _user_state_workload(spec: str) -> Any:
 def _user_workload_fn(spec: str) -> Any:
     """``--workload module:fn``'s function; BadTarget naming ``--workload`` (not the
     target) when it does not import."""
-    from ..targets.user import BadTarget, load_factory
 
     try:
         return load_factory(spec)
@@ -982,7 +991,7 @@ class _DocSearch(_Search):
         return {p[len(self.base) + 1 :] for p in run.data.final_paths}
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        from ..kinds.document.kind import DOC_WORKLOADS, EXTRA_WORKLOADS, DocWorkload, _sized
+        pass
 
         chosen: list[tuple[Any, bool]] = []
         names = [n for n in DOC_WORKLOADS if n not in ("random", "save-after-failure")]
@@ -1048,11 +1057,11 @@ class _DocSearch(_Search):
 
 def _session_of(ev: Evidence, given: str | None) -> str:
     if given:
-        from ...core import safe_session_file_name
+        pass
 
         return str(safe_session_file_name(given))
     if ev.session:
-        from ...core import safe_session_file_name
+        pass
 
         return str(safe_session_file_name(ev.session))
     stems = [s[0] for f in ev.files.values() if (s := _stem_role(f.name)) is not None]
@@ -1091,7 +1100,6 @@ def explain(
     Raises:
         KeyError: unknown target, model or workload; BadTarget for a user target.
     """
-    from ...faultfs import MODELS
 
     models = list(models) if models is not None else list(MODELS.values())
     search: _StateSearch | _DocSearch
@@ -1101,7 +1109,7 @@ def explain(
         target in ("reference", "seed") or target.startswith("mutant:")
     )
     if isinstance(target, str) and not builtin and ":" not in target:
-        from ..kinds.agent.targets import get_target
+        pass
 
         get_target(target)  # KeyError naming the known targets
     if kind is None:
@@ -1109,12 +1117,11 @@ def explain(
     if kind == "document" and builtin:
         raise KeyError(f"--kind document needs a user target (module:factory), not {target!r}")
     if kind == "state-storage":
-        from ..kinds.agent.kind import resolve
-        from ..targets.user import load_factory
+        pass
 
         factory: Any = target if builtin or not isinstance(target, str) else load_factory(target)
         if not builtin:
-            from ..targets.user import target_mode
+            pass
 
             if target_mode(factory, name) != "protocol":
                 raise KeyError(
@@ -1123,13 +1130,12 @@ def explain(
                 )
         _, resolved = resolve(PROCESS_CRASH, factory)
         if isinstance(target, str) and not builtin:
-            from ..kinds.agent.targets import Target
+            pass
 
             resolved = Target(target, resolved.factory, resolved.description)
         search = _StateSearch(resolved)
     elif kind == "document":
-        from ..kinds.document.kind import DOC_BASE, DocumentKind
-        from ..targets.user import load_factory, make_runner
+        pass
 
         factory = load_factory(target) if isinstance(target, str) else target
         runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
@@ -1171,7 +1177,7 @@ def _explain(
     load, findings = search.load(ev, stem or "s1")
     out = Explanation(name, kind, ev, stem, by_name, load, findings)
     if kind == "state-storage":
-        from ...core import decode_bytes
+        pass
 
         # The session id as the files say it (for load): the stem is the file name.
         for f in ev.files.values():
@@ -1347,8 +1353,6 @@ def _state_target(target: str) -> Any:
     """A built-in target's name as is; ``module:factory`` loaded (a protocol factory)."""
     if target in ("reference", "seed") or target.startswith("mutant:") or ":" not in target:
         return target
-    from ..kinds.agent.targets import Target
-    from ..targets.user import load_factory
 
     return Target(target, load_factory(target), "the user's target")
 
@@ -1359,7 +1363,6 @@ def replay_state_storage(
     """Replay agent-state ``workload`` (a catalogue name or ``gen:...``) to crash point
     ``k`` (None: every crash point) under ``model`` against ``target``; the
     ``(invariant, crash state digest)`` pairs that fail there."""
-    from ..kinds.agent.kind import explore
 
     w = _user_state_workload(workload)
     result = explore(w, model=model, target=_state_target(target), crash_point=k)
@@ -1371,10 +1374,6 @@ def replay_document(
 ) -> list[tuple[str, str]]:
     """Replay the saves of ``values`` against the document ``target`` (a loadable
     ``module:factory``) to crash point ``k`` under ``model``; ``(invariant, digest)`` pairs."""
-    from ...faultfs import get_model
-    from ..engine.explore import explore_kind
-    from ..kinds.document.kind import DOC_BASE, DocumentKind, DocWorkload
-    from ..targets.user import load_factory, make_runner
 
     factory = load_factory(target)
     with make_runner(factory, DOC_BASE, spec=target) as runner:
@@ -1394,17 +1393,15 @@ def load_evidence_files(
 ) -> dict[str, Any]:
     """Load ``files`` (name → bytes) on a copy with ``target``; what load did (the
     :class:`Explanation` ``load`` keys) and the read-path findings (emitted tests)."""
-    from .evidence import _file
 
     ev = Evidence("(rebuilt)", "directory", {n: _file(n, d) for n, d in files.items()})
     if kind == "state-storage":
-        from ..kinds.agent.kind import resolve
+        pass
 
         _, t = resolve(PROCESS_CRASH, _state_target(target))
         load, findings = _StateSearch(t).load(ev, session)
     else:
-        from ..kinds.document.kind import DOC_BASE, DocumentKind
-        from ..targets.user import load_factory, make_runner
+        pass
 
         with make_runner(load_factory(target), DOC_BASE, spec=target) as runner:
             load, findings = _DocSearch(DocumentKind(runner, target)).load(ev, session)

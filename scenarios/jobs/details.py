@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...faultfs import CrashState, Op, crash_points, get_model
+from ...faultfs import CrashState, Op, OpKind, crash_points, get_model
+from ..engine.explore import detail_key
+from ..engine.faults import parse_fault
 from ..explain.search import _prefix_state, file_view, timeline
+from ..kinds.agent.kind import record
+from ..kinds.agent.workload import BASE_DIR, SCENARIOS
 
 __all__ = [
     "Recorder",
-    "detail_key",
     "document_recorder",
     "explore_recorder",
     "report_details",
@@ -87,9 +90,6 @@ def _detail(
 
 def explore_recorder(target: Any) -> Recorder:
     """A recorder for ``crashpoint explore``: catalogue workloads against ``target``."""
-    from ..engine.faults import parse_fault
-    from ..kinds.agent.kind import record
-    from ..kinds.agent.workload import BASE_DIR, SCENARIOS
 
     def rec(name: str, fault: str) -> tuple[CrashState, list[Op], list[Op], str] | None:
         if name not in SCENARIOS:
@@ -102,7 +102,6 @@ def explore_recorder(target: Any) -> Recorder:
 
 def document_recorder(doc: Any) -> Recorder:
     """A recorder for a document target (``verify --kind document``): its named workloads."""
-    from ..engine.faults import parse_fault
 
     def rec(name: str, fault: str) -> tuple[CrashState, list[Op], list[Op], str] | None:
         try:
@@ -110,14 +109,9 @@ def document_recorder(doc: Any) -> Recorder:
         except KeyError:
             return None  # random: drawn by hypothesis, not rebuilt by name
         run = doc.record(workload, parse_fault(fault) if fault else None)
-        from ...faultfs import OpKind
-
         marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps]
         return run.initial, run.ops, marks, doc.base
 
     return rec
 
 
-def detail_key(scenario: str, model: str, crash_point: int, digest: str) -> str:
-    """The key of a counterexample's detail in ``details``."""
-    return f"{scenario}|{model}|{crash_point}|{digest}"

@@ -44,6 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core import AgentState, ErrorCode, Retryability, StateError, decode, encode
 from ...faultfs import (
     CrashState,
     Fault,
@@ -63,8 +64,16 @@ from ...faultfs._strace import (
     strace_available,
 )
 from ..engine.explore import EngineResult, explore_kind, fault_spec
+from ..kinds.agent.checkers import observe
+from ..kinds.agent.kind import explore_agent, record
+from ..kinds.agent.targets import Target
+from ..kinds.agent.workload import BASE_DIR
 from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ..kinds.state_storage.conformance import _preflight as _preflight_storage
+from ..kinds.state_storage.conformance import run_conformance, selected_workloads
 from ..targets.user import BadTarget, Runner, TargetTimeout
+from .verdict import VerifyResult
+from .verify import _preflight, _verify_workload
 
 __all__ = [
     "EXEC_FAULT_ERRNOS",
@@ -768,8 +777,6 @@ def verify_exec(
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
     a bad command; a clean save that fails), TargetTimeout, KeyError (an unknown
     workload)."""
-    from .verdict import VerifyResult
-    from .verify import _preflight, _verify_workload
 
     reason = strace_available()
     if reason is not None:
@@ -928,7 +935,7 @@ class ExecStateStorage:
         return _decoded(self._call("load", session_id))
 
     def load_or_create(self, session_id: str, initial_metadata: Any = None) -> Any:
-        from ...core import AgentState
+        pass
 
         fresh = AgentState.new(session_id, dict(initial_metadata or {}))
         return _decoded(self._call("load_or_create", session_id, fresh))
@@ -947,7 +954,7 @@ def _request(op: str, session_id: str, state: Any = None) -> bytes:
     """The protocol request of ``op`` (JSON, sorted keys: a cache key of its reply)."""
     req: dict[str, Any] = {"op": op, "sessionId": session_id}
     if state is not None:
-        from ...core import encode
+        pass
 
         req["state"] = encode(state)
     return json.dumps(req, sort_keys=True).encode()
@@ -987,7 +994,6 @@ def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
     """A protocol reply as a dict; ``{"ok": false, "code": C}`` raises ``StateError(C)``
     with the reply's ``"retryability"`` (``never``/``conditional``/``always``) or, when it
     gives none, the one SPEC.md §5 gives the code."""
-    from ...core import ErrorCode, Retryability, StateError
 
     spec_retry = {
         ErrorCode.STATE_SAVE_FAILED.value: Retryability.CONDITIONAL,
@@ -1016,7 +1022,7 @@ def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
 
 
 def _decoded(reply: dict[str, Any]) -> Any:
-    from ...core import ErrorCode, StateError, decode
+    pass
 
     try:
         return decode(reply.get("state"))
@@ -1058,11 +1064,6 @@ def verify_exec_state_storage(
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace, a bad command,
     a clean save that fails), TargetTimeout, KeyError (an unknown workload)."""
-    from ..kinds.agent.kind import explore_agent
-    from ..kinds.agent.targets import Target
-    from ..kinds.agent.workload import BASE_DIR
-    from ..kinds.state_storage.conformance import _preflight, run_conformance, selected_workloads
-    from .verdict import VerifyResult
 
     reason = strace_available()
     if reason is not None:
@@ -1077,7 +1078,7 @@ def verify_exec_state_storage(
     chosen = selected_workloads(workloads, reference_format=reference_format)
     result = VerifyResult(name, "state-storage", "exec", [m.name for m in models])
     flags = " --format reference" if reference_format else ""
-    _preflight(tgt, runner, name)
+    _preflight_storage(tgt, runner, name)
     runner.detect_batch()
     jobs = max(1, jobs)
 
@@ -1096,7 +1097,7 @@ def verify_exec_state_storage(
         if fault is not None:
             plan = [fault]
         else:
-            from ..kinds.agent.kind import record
+            pass
 
             plan = exec_fault_plan(record(w, tgt).ops)
         return explore_agent(
@@ -1173,10 +1174,6 @@ def _prefetch(
     made change a file is run again without them. The probes still missing then
     run, batched per image. A probe that changed a file is re-run traced when the
     checker asks."""
-    from ...core import AgentState, ErrorCode
-    from ..kinds.agent.checkers import observe
-    from ..kinds.agent.kind import record
-    from ..kinds.agent.workload import BASE_DIR
 
     points = None if crash_point is None else {crash_point}
     wanted: dict[CrashState, list[bytes]] = {}

@@ -20,10 +20,22 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ...faultfs import MODELS, Fault, PersistenceModel, get_model
+from ...faultfs import (
+    MODELS,
+    CrashState,
+    Fault,
+    Image,
+    MemoryFileSystem,
+    PersistenceModel,
+    RecordingFileSystem,
+    get_model,
+)
 from ..engine.explore import EngineResult, explore_kind
+from ..engine.faults import fault_plan
+from ..engine.pool import worker_pool
 from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
-from ..targets.user import BadTarget, Runner, make_runner
+from ..targets.user import BadTarget, Runner, load_factory, make_runner
+from .storage import verify_state_storage
 from .verdict import VerifyResult
 
 __all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
@@ -101,7 +113,7 @@ def verify(
     models = resolve_models(model)
     name = target or _name_of(factory)
     if kind == "state-storage":
-        from .storage import verify_state_storage
+        pass
 
         return verify_state_storage(
             factory,
@@ -180,7 +192,6 @@ def verify(
 
 def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
     """Whether a worker process can load the same factory from ``spec``."""
-    from ..targets.user import load_factory
 
     try:
         loaded = load_factory(spec)
@@ -191,7 +202,6 @@ def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
 
 def _verify_task(spec: str, workload: str, model: str, options: dict[str, Any]) -> VerifyResult:
     """One (workload, model) of a parallel verify, in a worker process."""
-    from ..targets.user import load_factory
 
     return verify(load_factory(spec), workloads=[workload], model=model, target=spec, **options)
 
@@ -204,7 +214,6 @@ def _verify_parallel(
     interception) and merged in task order: the same report as ``jobs=1``. Errors
     (BadTarget, TargetTimeout) propagate from the first task; on any error or an
     interrupt the workers are killed (a hung one too), not waited for."""
-    from ..engine.pool import worker_pool
 
     with worker_pool(min(jobs, len(tasks))) as pool:  # an error or interrupt: workers killed
         futures = [pool.submit(_verify_task, spec, w, m, options) for w, m in tasks]
@@ -225,7 +234,6 @@ def _name_of(factory: Callable[..., Any]) -> str:
 
 def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
     """A clean first save must work, write something and load back (no false green)."""
-    from ...faultfs import MemoryFileSystem, RecordingFileSystem
 
     probe = RecordingFileSystem(MemoryFileSystem(doc.initial_state))
     try:
@@ -250,7 +258,6 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
             f"save returned but no file operation was recorded: target {name!r} "
             f"({runner.mode}) wrote nothing the harness can see"
         )
-    from ...faultfs import CrashState
 
     final = CrashState(tuple(sorted(_final_files(run))), tuple(sorted(doc.initial_state.dirs)))
     if not run.escapes and not run.unsupported:
@@ -265,7 +272,7 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
 
 
 def _final_files(run: Any) -> list[tuple[str, bytes]]:
-    from ...faultfs import Image
+    pass
 
     image = Image.from_crash_state(run.initial)
     for op in run.ops:
@@ -337,7 +344,7 @@ def _explore(
     fault: Fault | None = None,
     shard: tuple[int, int] | None = None,
 ) -> EngineResult:
-    from ..engine.faults import fault_plan
+    pass
 
     if fault is not None:
         plan, crashes = [fault], False

@@ -16,6 +16,7 @@ from ..kinds.agent.checkers import INVARIANTS
 from ..kinds.agent.kind import explore, explore_faults
 from ..kinds.agent.targets import MUTANTS, TARGETS, Target, get_target
 from ..kinds.agent.workload import SCENARIOS, Workload
+from .explore import worker_pool
 
 __all__ = ["FAULT_COLUMN", "ZooRow", "kill_matrix"]
 
@@ -81,7 +82,7 @@ def kill_matrix(
         for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
-        from .explore import worker_pool
+        pass
 
         outcomes = []
         with worker_pool(min(jobs, len(targets))) as pool:  # Ctrl-C: the workers killed

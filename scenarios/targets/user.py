@@ -28,7 +28,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from ...faultfs import FileSystem
+from ...faultfs import FileSystem, MemoryFileSystem
 
 __all__ = [
     "BadTarget",
@@ -254,8 +254,6 @@ class Runner(abc.ABC):
         self._icpt: Any = None
 
     def __enter__(self) -> Runner:
-        from ...faultfs import MemoryFileSystem
-
         intercept = _intercept_function()
         if intercept is None and self.requires_interception:
             raise BadTarget(

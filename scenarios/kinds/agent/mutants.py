@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from ....core import AgentState, ErrorCode, FileStateStorage, StateError, encode
-from ....faultfs import FileSystem, write_bytes
+from ....faultfs import FileSystem, makedirs, write_bytes
+from .kind import SECRETS
 from .targets import mutant
 
 __all__: list[str] = []
@@ -159,7 +160,7 @@ class RuntimeHandleSerialized(_Mutant):
     problem): the model client's API key reaches the file in plain text."""
 
     def encode(self, state: AgentState) -> bytes:
-        from .kind import SECRETS
+        pass
 
         obj = encode(state)
         obj["runtime"] = {"client": {"baseUrl": "https://api.example", "apiKey": SECRETS[0]}}
@@ -174,8 +175,6 @@ class ChunkedSecretWriter(RuntimeHandleSerialized):
 
     def _commit(self, main: str, data: bytes) -> None:
         from itertools import pairwise
-
-        from .kind import SECRETS
 
         real = self.fs
         needle = SECRETS[0].encode()
@@ -289,7 +288,7 @@ class NoDirFsync(_Mutant):
         pass
 
     def _ensure_base(self) -> None:
-        from ....faultfs import makedirs
+        pass
 
         makedirs(self.fs, self.base_dir)
 

@@ -44,8 +44,10 @@ from ....faultfs import (
 )
 from ...engine.explore import Counterexample
 from ...targets.user import BadTarget, Runner
+from ..agent.kind import record
 from ..agent.targets import Target
 from ..agent.workload import BASE_DIR, SCENARIOS, CallKind, Workload
+from .machine import _settings, storage_state_machine
 
 if TYPE_CHECKING:
     pass
@@ -368,7 +370,6 @@ def state_machine(
     storage declares the reference file layout, without the rules that write the
     reference's files behind its back (:data:`LAYOUT_RULES`): a storage with a layout
     of its own is judged on everything else. Requires hypothesis."""
-    from .machine import storage_state_machine
 
     machine = storage_state_machine(factory, **options)
     if reference_format:
@@ -398,8 +399,6 @@ def run_state_machine(
     database); None if it passed, else the failure (the shrunk program's message)."""
     from hypothesis import seed as use_seed
     from hypothesis.stateful import run_state_machine_as_test
-
-    from .machine import _settings
 
     machine = use_seed(seed)(
         state_machine(factory, reference_format=reference_format, models=models)
@@ -458,7 +457,7 @@ def _escape(workload: str, model: str, spec: str, path: str) -> Counterexample:
 
 
 def _preflight(target: Target, runner: Runner, spec: str) -> None:
-    from ..agent.kind import record
+    pass
 
     try:
         rec = record(SCENARIOS["first-save"], target)

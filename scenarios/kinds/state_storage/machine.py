@@ -59,6 +59,7 @@ from ....faultfs import (
     crash_points,
     get_model,
 )
+from ...targets.user import a_storage
 from ..agent.checkers import (
     Expectation,
     Invariant,
@@ -194,8 +195,6 @@ class _Harness:
         self.boot = disk
         self.mem = MemoryFileSystem(disk)
         self.rec = RecordingFileSystem(self.mem, record_reads=False)
-        from ...targets.user import a_storage
-
         self.storage = a_storage(self.factory(self.rec, self.base_dir), "the storage factory")
         self.session = Session(self.storage, self.rec, self.base_dir)
 
