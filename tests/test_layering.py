@@ -56,8 +56,6 @@ and the other modules of the top package): ``crashpoint explore`` starts without
 interception, the state machine, the zoo or the HTML renderer (issue 11)."""
 
 LAZY: Mapping[tuple[str, str], str] = {
-    ("crashpoint.faultfs._models", "crashpoint.faultfs._power"): "dispatch to the power-loss "
-    "family (the cycle the model-family registry of issue 20 removes)",
     ("crashpoint.core._codec", "crashpoint.core._fastdecode"): "msgspec's decoder, built on "
     "the first decode",
     ("crashpoint.core._storage", "crashpoint.faultfs._os"): "the real filesystem, built only "

@@ -46,6 +46,7 @@ from ...faultfs import (
     OpKind,
     PersistenceModel,
     crash_points,
+    durable_at,
     get_model,
 )
 from ..engine.explore import explore_kind, invariant_info
@@ -361,47 +362,6 @@ def _words(invariant: str, target: str) -> dict[str, str]:
 # --- timelines and file views -----------------------------------------------------------
 
 
-def _durable(model: PersistenceModel, ops: Sequence[Op], k: int) -> list[bool]:
-    """For each of ``ops[:k]``: whether it is durable at crash point ``k`` under ``model``
-    (process-crash: every completed operation; power loss: data fsynced since, metadata
-    before the last barrier; reorder: a directory operation only after an fsync of its
-    parent, a truncation after an fsync of its file; FAULT-MODEL.md §3)."""
-    done = ops[:k]
-    if not model.volatile_data and not model.reorder:
-        return [True] * len(done)
-    out: list[bool] = []
-    for i, op in enumerate(done):
-        later = done[i + 1 :]
-        if op.kind.barrier:
-            out.append(op.errno is None)
-            continue
-        if op.kind is OpKind.WRITE:
-            path = op.path
-            durable = False
-            for nxt in later:
-                if nxt.kind is OpKind.FSYNC and nxt.path == path and nxt.errno is None:
-                    durable = True
-                    break
-                if nxt.kind is OpKind.RENAME and nxt.path == path and nxt.dst:
-                    path = nxt.dst  # data belongs to the inode and moves with it
-            out.append(durable)
-            continue
-        if model.reorder:
-            parents = {posixpath.dirname(op.path)}
-            if op.dst:
-                parents.add(posixpath.dirname(op.dst))
-            if op.kind in (OpKind.TRUNCATE,):
-                durable = any(n.kind is OpKind.FSYNC and n.path == op.path for n in later)
-            else:
-                durable = all(
-                    any(n.kind is OpKind.FSYNC_DIR and n.path == p for n in later) for p in parents
-                )
-            out.append(durable)
-        else:
-            out.append(any(n.kind.barrier and n.errno is None for n in later))
-    return out
-
-
 def timeline(
     model: PersistenceModel, ops: Sequence[Op], k: int, base: str, marks: Sequence[Op] = ()
 ) -> dict[str, Any]:
@@ -409,7 +369,7 @@ def timeline(
     "lanes": [{"file", "ops": [{"index", "op", "kind", "status"}]}], "calls": [{"label",
     "at"}]}``; status is ``durable``, ``volatile`` (done but not yet durable under the
     model at ``k``) or ``not-run`` (at or after ``k``)."""
-    durable = _durable(model, ops, k)
+    durable = durable_at(model, ops, k)
     lanes: dict[str, list[dict[str, Any]]] = {}
     for op in ops:
         status = "not-run" if op.index >= k else ("durable" if durable[op.index] else "volatile")

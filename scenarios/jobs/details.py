@@ -113,5 +113,3 @@ def document_recorder(doc: Any) -> Recorder:
         return run.initial, run.ops, marks, doc.base
 
     return rec
-
-
