@@ -125,8 +125,6 @@ REMEDY = {
 
 
 def _agent_parses(data: bytes) -> bool:
-    pass
-
     try:
         decode_bytes(data)
     except Exception:
@@ -296,8 +294,6 @@ class Explanation:
         return [_words(i, self.target) for i in ids]
 
     def as_dict(self) -> dict[str, Any]:
-        pass
-
         ev = self.evidence
         first = self.write_path_at_fault[:1] or self.matches[:1]
         return {
@@ -338,11 +334,7 @@ class Explanation:
 
 
 def _words(invariant: str, target: str) -> dict[str, str]:
-    pass
-
     try:
-        pass
-
         inv = Invariant(invariant)
         label, meaning = inv.label, inv.meaning
         section = "SPEC.md §8"
@@ -679,8 +671,6 @@ class _StateSearch(_Search):
     kind = "state-storage"
 
     def __init__(self, target: Any) -> None:
-        pass
-
         self.target = target
         self.base = BASE_DIR
         self._recordings: dict[str, Any] = {}
@@ -771,8 +761,6 @@ class _StateSearch(_Search):
         return CrashState(tuple(sorted(files)), tuple(sorted(dirs)))
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        pass
-
         chosen: list[tuple[Any, bool]] = []
         if user:
             chosen.append((_user_state_workload(user), False))
@@ -786,8 +774,6 @@ class _StateSearch(_Search):
         return chosen
 
     def runs(self, workload: Any) -> tuple[CrashState, list[Op], list[Op]]:
-        pass
-
         rec = record(workload, self.target)
         self._recordings[workload.name] = rec
         return rec.initial, rec.ops, rec.marks
@@ -828,8 +814,6 @@ def _setup_is_valid(workload: Any) -> bool:
     """Whether every file the workload's setup writes decodes (a valid starting disk)."""
 
     try:
-        pass
-
         initial = record(workload, TARGETS["reference"]).initial
     except Exception:
         return False
@@ -839,8 +823,6 @@ def _setup_is_valid(workload: Any) -> bool:
 
 
 def _user_state_workload(spec: str) -> Any:
-    pass
-
     if spec in SCENARIOS:
         return SCENARIOS[spec]
     if spec.startswith("gen:"):
@@ -951,8 +933,6 @@ class _DocSearch(_Search):
         return {p[len(self.base) + 1 :] for p in run.data.final_paths}
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
-        pass
-
         chosen: list[tuple[Any, bool]] = []
         names = [n for n in DOC_WORKLOADS if n not in ("random", "save-after-failure")]
         if user and user.split(":", 1)[0] not in (*DOC_WORKLOADS, *EXTRA_WORKLOADS):
@@ -1017,12 +997,8 @@ class _DocSearch(_Search):
 
 def _session_of(ev: Evidence, given: str | None) -> str:
     if given:
-        pass
-
         return str(safe_session_file_name(given))
     if ev.session:
-        pass
-
         return str(safe_session_file_name(ev.session))
     stems = [s[0] for f in ev.files.values() if (s := _stem_role(f.name)) is not None]
     return max(set(stems), key=stems.count) if stems else "s1"
@@ -1069,34 +1045,23 @@ def explain(
         target in ("reference", "seed") or target.startswith("mutant:")
     )
     if isinstance(target, str) and not builtin and ":" not in target:
-        pass
-
         get_target(target)  # KeyError naming the known targets
     if kind is None:
         kind = "state-storage" if builtin else "document"
     if kind == "document" and builtin:
         raise KeyError(f"--kind document needs a user target (module:factory), not {target!r}")
     if kind == "state-storage":
-        pass
-
         factory: Any = target if builtin or not isinstance(target, str) else load_factory(target)
-        if not builtin:
-            pass
-
-            if target_mode(factory, name) != "protocol":
-                raise KeyError(
-                    f"--kind state-storage explains factory(fs, base_dir) targets; {name!r} "
-                    "takes base_dir only (give --kind document, or a protocol factory)"
-                )
+        if not builtin and target_mode(factory, name) != "protocol":
+            raise KeyError(
+                f"--kind state-storage explains factory(fs, base_dir) targets; {name!r} "
+                "takes base_dir only (give --kind document, or a protocol factory)"
+            )
         _, resolved = resolve(PROCESS_CRASH, factory)
         if isinstance(target, str) and not builtin:
-            pass
-
             resolved = Target(target, resolved.factory, resolved.description)
         search = _StateSearch(resolved)
     elif kind == "document":
-        pass
-
         factory = load_factory(target) if isinstance(target, str) else target
         runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
         runner.__enter__()
@@ -1137,8 +1102,6 @@ def _explain(
     load, findings = search.load(ev, stem or "s1")
     out = Explanation(name, kind, ev, stem, by_name, load, findings)
     if kind == "state-storage":
-        pass
-
         # The session id as the files say it (for load): the stem is the file name.
         for f in ev.files.values():
             if f.data and _stem_role(f.name) and _agent_parses(f.data):
@@ -1356,13 +1319,9 @@ def load_evidence_files(
 
     ev = Evidence("(rebuilt)", "directory", {n: _file(n, d) for n, d in files.items()})
     if kind == "state-storage":
-        pass
-
         _, t = resolve(PROCESS_CRASH, _state_target(target))
         load, findings = _StateSearch(t).load(ev, session)
     else:
-        pass
-
         with make_runner(load_factory(target), DOC_BASE, spec=target) as runner:
             load, findings = _DocSearch(DocumentKind(runner, target)).load(ev, session)
     return {"load": load, "findings": [f["invariant"] for f in findings]}

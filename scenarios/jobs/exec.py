@@ -935,8 +935,6 @@ class ExecStateStorage:
         return _decoded(self._call("load", session_id))
 
     def load_or_create(self, session_id: str, initial_metadata: Any = None) -> Any:
-        pass
-
         fresh = AgentState.new(session_id, dict(initial_metadata or {}))
         return _decoded(self._call("load_or_create", session_id, fresh))
 
@@ -954,8 +952,6 @@ def _request(op: str, session_id: str, state: Any = None) -> bytes:
     """The protocol request of ``op`` (JSON, sorted keys: a cache key of its reply)."""
     req: dict[str, Any] = {"op": op, "sessionId": session_id}
     if state is not None:
-        pass
-
         req["state"] = encode(state)
     return json.dumps(req, sort_keys=True).encode()
 
@@ -1022,8 +1018,6 @@ def _reply(op: str, rc: int, out: bytes, err: bytes) -> dict[str, Any]:
 
 
 def _decoded(reply: dict[str, Any]) -> Any:
-    pass
-
     try:
         return decode(reply.get("state"))
     except StateError:
@@ -1094,12 +1088,7 @@ def verify_exec_state_storage(
         return r
 
     def faulted(w: Any) -> list[EngineResult]:
-        if fault is not None:
-            plan = [fault]
-        else:
-            pass
-
-            plan = exec_fault_plan(record(w, tgt).ops)
+        plan = [fault] if fault is not None else exec_fault_plan(record(w, tgt).ops)
         return explore_agent(
             w, models=models, target=tgt, faults=plan, crashes=False, name=name, command=replay
         )

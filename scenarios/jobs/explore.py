@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ...core._codec import decode_memo
 from ...faultfs import MODELS
@@ -22,9 +21,6 @@ from ..engine.pool import worker_pool
 from ..kinds.agent.kind import explore, explore_faults_models, record
 from ..kinds.agent.targets import get_target
 from ..kinds.agent.workload import SCENARIOS
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "FAULT_SLICE",

@@ -113,8 +113,6 @@ def verify(
     models = resolve_models(model)
     name = target or _name_of(factory)
     if kind == "state-storage":
-        pass
-
         return verify_state_storage(
             factory,
             models=models,
@@ -272,8 +270,6 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
 
 
 def _final_files(run: Any) -> list[tuple[str, bytes]]:
-    pass
-
     image = Image.from_crash_state(run.initial)
     for op in run.ops:
         if op.kind.mutating and not op.kind.barrier and op.errno is None:
@@ -344,8 +340,6 @@ def _explore(
     fault: Fault | None = None,
     shard: tuple[int, int] | None = None,
 ) -> EngineResult:
-    pass
-
     if fault is not None:
         plan, crashes = [fault], False
     else:

@@ -82,8 +82,6 @@ def kill_matrix(
         for t in targets
     ]
     if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
-        pass
-
         outcomes = []
         with worker_pool(min(jobs, len(targets))) as pool:  # Ctrl-C: the workers killed
             for target, outcome in zip(targets, pool.map(_row_by_name, jobs_args), strict=True):

@@ -160,8 +160,6 @@ class RuntimeHandleSerialized(_Mutant):
     problem): the model client's API key reaches the file in plain text."""
 
     def encode(self, state: AgentState) -> bytes:
-        pass
-
         obj = encode(state)
         obj["runtime"] = {"client": {"baseUrl": "https://api.example", "apiKey": SECRETS[0]}}
         return json.dumps(obj, separators=(",", ":")).encode()
@@ -288,8 +286,6 @@ class NoDirFsync(_Mutant):
         pass
 
     def _ensure_base(self) -> None:
-        pass
-
         makedirs(self.fs, self.base_dir)
 
     def _begin(self, *, create: bool = True) -> None:

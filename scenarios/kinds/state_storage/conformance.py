@@ -21,7 +21,7 @@ import errno
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ....core import (
     AgentState,
@@ -48,9 +48,6 @@ from ..agent.kind import record
 from ..agent.targets import Target
 from ..agent.workload import BASE_DIR, SCENARIOS, CallKind, Workload
 from .machine import _settings, storage_state_machine
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "CONFORMANCE",
@@ -457,8 +454,6 @@ def _escape(workload: str, model: str, spec: str, path: str) -> Counterexample:
 
 
 def _preflight(target: Target, runner: Runner, spec: str) -> None:
-    pass
-
     try:
         rec = record(SCENARIOS["first-save"], target)
     except BadTarget:
