@@ -304,7 +304,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 fault=fault,
                 timeout=args.timeout,
                 target=args.target,
-                reference_format=args.format == "reference",
+                reference_format=True if args.format == "reference" else None,
                 jobs=args.jobs or 1,
             )
     except BadTarget as exc:

@@ -552,13 +552,9 @@ def _skip_empty_shard(piece: tuple[int, int] | None, of: str = "") -> NoReturn:
 def _resolve_models(
     models: str | PersistenceModel | Sequence[str | PersistenceModel],
 ) -> list[PersistenceModel]:
-    from .faultfs import get_model
+    from .faultfs import parse_models
 
-    if isinstance(models, str):
-        return [get_model(name) for name in _models_of(models)]
-    if not isinstance(models, Sequence):
-        return [models]
-    return [get_model(m) if isinstance(m, str) else m for m in models]
+    return parse_models(models)
 
 
 def _as_workload(workload: Workload | Callable[[Session], None]) -> Workload:

@@ -18,12 +18,14 @@ from ._models import (
     PROCESS_CRASH,
     CrashPoint,
     Family,
+    ModelError,
     PersistenceModel,
     crash_points,
     durable_at,
     effective,
     get_family,
     get_model,
+    parse_models,
     register_family,
 )
 from ._protocol import FileSystem, makedirs, write_bytes
@@ -73,6 +75,7 @@ __all__ = [
     "Image",
     "Interception",
     "MemoryFileSystem",
+    "ModelError",
     "Op",
     "OpKind",
     "OsFileSystem",
@@ -88,6 +91,7 @@ __all__ = [
     "intercept",
     "makedirs",
     "os_error",
+    "parse_models",
     "register_family",
     "write_bytes",
 ]

@@ -48,6 +48,7 @@ __all__ = [
     "REORDER_COMBINATIONS",
     "CrashPoint",
     "Family",
+    "ModelError",
     "PersistenceModel",
     "crash_points",
     "durable_at",
@@ -55,6 +56,7 @@ __all__ = [
     "get_family",
     "get_model",
     "new_crash_point",
+    "parse_models",
     "register_family",
 ]
 
@@ -182,3 +184,35 @@ def durable_at(model: PersistenceModel, ops: Sequence[Op], k: int) -> list[bool]
         KeyError: ``model.family`` is not a registered family.
     """
     return get_family(model.family).durable(model, ops, k)
+
+
+class ModelError(KeyError, ValueError):
+    """An unknown or empty persistence-model name (a KeyError for the Python API, a
+    ValueError for option parsers); its message names the known models."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def parse_models(
+    spec: str | PersistenceModel | Sequence[str | PersistenceModel],
+) -> list[PersistenceModel]:
+    """The models ``spec`` names, in the order given, each once: ``"all"``, a name,
+    comma-separated names (any case, spaces ignored), a model, or a sequence of names
+    and models. The one parser of model names (the CLI, the pytest plugin and the
+    Python API use it). Raises :class:`ModelError` naming the known models."""
+    known = f"known: {', '.join(MODELS)}, all (or a comma-separated list)"
+    if isinstance(spec, PersistenceModel):
+        return [spec]
+    if not isinstance(spec, str):
+        return [m if isinstance(m, PersistenceModel) else get_model(m) for m in spec]
+    names = [part.strip().lower() for part in spec.split(",")]
+    if names == ["all"]:
+        return list(MODELS.values())
+    if any(not n for n in names):
+        raise ModelError(f"empty model name in {spec!r}; {known}")
+    for name in names:
+        if name not in MODELS:
+            hint = "; 'all' stands alone" if name == "all" else ""
+            raise ModelError(f"unknown persistence model {name!r}{hint}; {known}")
+    return [MODELS[n] for n in dict.fromkeys(names)]

@@ -62,6 +62,7 @@ from ..kinds.document.kind import (
     DocumentKind,
     DocWorkload,
     _sized,
+    json_parses,
 )
 from ..targets.user import BadTarget, load_factory, make_runner, target_mode
 from .evidence import Evidence, EvidenceFile, _file, merged
@@ -128,14 +129,6 @@ def _agent_parses(data: bytes) -> bool:
     try:
         decode_bytes(data)
     except Exception:
-        return False
-    return True
-
-
-def _json_parses(data: bytes) -> bool:
-    try:
-        json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
         return False
     return True
 
@@ -866,7 +859,7 @@ class _DocSearch(_Search):
         self.base = doc.base
 
     def parses(self, data: bytes) -> bool:
-        return _json_parses(data)
+        return json_parses(data)
 
     def evidence_signature(self, ev: Evidence, stem: str) -> dict[str, str]:
         return {f.name: f.klass(self.parses) for f in ev.files.values()}

@@ -17,49 +17,38 @@ workload or value strategy.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...faultfs import (
-    MODELS,
     CrashState,
     Fault,
     Image,
     MemoryFileSystem,
     PersistenceModel,
     RecordingFileSystem,
-    get_model,
+    parse_models,
 )
 from ..engine.explore import EngineResult, explore_kind
 from ..engine.faults import fault_plan
 from ..engine.pool import worker_pool
-from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ..kinds.agent.kind import AgentStateKind
+from ..kinds.agent.workload import BASE_DIR
+from ..kinds.document.kind import (
+    DOC_BASE,
+    DOC_WORKLOADS,
+    DocumentKind,
+    DocWorkload,
+    json_parses,
+)
+from ..kinds.registry import KindEntry, register_kind
+from ..kinds.state_storage.conformance import selected_workloads, storage_target
 from ..targets.user import BadTarget, Runner, load_factory, make_runner
+from .plan import Plan, run_plan
 from .storage import verify_state_storage
 from .verdict import VerifyResult
 
-__all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
-
-KINDS = ("document", "state-storage")
-"""The target kinds ``verify`` knows (``--kind``)."""
-
-
-def resolve_models(
-    model: str | PersistenceModel | Sequence[str | PersistenceModel],
-) -> list[PersistenceModel]:
-    """``"all"``, a name, comma-separated names, a model or a list of either.
-    Raises KeyError naming the known models."""
-    if isinstance(model, PersistenceModel):
-        return [model]
-    if isinstance(model, str):
-        text = model.strip().lower()
-        if text == "all":
-            return list(MODELS.values())
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        if not names:
-            raise KeyError(f"no model named; known: {', '.join(MODELS)}, all")
-        return [get_model(n) for n in dict.fromkeys(names)]
-    return [m if isinstance(m, PersistenceModel) else get_model(m) for m in model]
+__all__ = ["VerifyResult", "verify"]
 
 
 def verify(
@@ -110,25 +99,58 @@ def verify(
     Returns:
         a :class:`VerifyResult`. Raises BadTarget, TargetTimeout, KeyError.
     """
-    models = resolve_models(model)
-    name = target or _name_of(factory)
-    if kind == "state-storage":
-        return verify_state_storage(
-            factory,
-            models=models,
-            faults=faults,
-            workloads=workloads,
-            crash_point=crash_point,
-            fault=fault,
-            timeout=timeout,
-            target=name,
-            seed=seed,
-            reference_format=reference_format,
-            examples=examples,
-            shard=shard,
-        )
-    if kind != "document":
-        raise KeyError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    options: dict[str, Any] = {}
+    if values is not None:
+        options["values"] = values
+    if not shrink:
+        options["shrink"] = False
+    if reference_format is not None:
+        options["reference_format"] = reference_format
+    plan = Plan(
+        kind,
+        target or _name_of(factory),
+        tuple(parse_models(model)),
+        workloads=tuple(workloads) if workloads is not None else None,
+        faults=faults,
+        fault=fault,
+        crash_point=crash_point,
+        shard=shard,
+        jobs=jobs,
+        seed=seed,
+        timeout=timeout,
+        examples=examples,
+        options=options,
+    )
+    return run_plan(plan, factory)
+
+
+def _run_state_storage(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
+    """``--kind state-storage``'s front end (:func:`~.storage.verify_state_storage`)."""
+    return verify_state_storage(
+        factory,
+        models=list(plan.models),
+        faults=plan.faults,
+        workloads=plan.workloads,
+        crash_point=plan.crash_point,
+        fault=plan.fault,
+        timeout=plan.timeout,
+        target=plan.target,
+        seed=plan.seed,
+        reference_format=plan.options.get("reference_format"),
+        examples=plan.examples,
+        shard=plan.shard,
+    )
+
+
+def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
+    """``--kind document``'s front end: each workload under every model, the ``random``
+    one drawn and a failing one shrunk by hypothesis, leftovers counted (SPEC.md §10)."""
+    models, name, workloads = list(plan.models), plan.target, plan.workloads
+    faults, fault, crash_point, shard = plan.faults, plan.fault, plan.crash_point, plan.shard
+    seed, examples, timeout, jobs = plan.seed, plan.examples, plan.timeout, plan.jobs
+    kind = plan.kind
+    values: str | None = plan.options.get("values")
+    shrink: bool = plan.options.get("shrink", True)
     names_all = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
     tasks = [(w, ",".join(m.name for m in models)) for w in names_all]
     if jobs > 1 and len(tasks) > 1 and _loadable(name, factory):
@@ -435,3 +457,36 @@ def _search_random(
     except NoSuchExample:
         found = list(last)
     return DocWorkload("random", tuple(found)), seen
+
+
+def _make_document(runner: Runner, target: str, options: Mapping[str, Any]) -> DocumentKind:
+    return DocumentKind(runner, target, values=options.get("values") or "json")
+
+
+def _make_state_storage(runner: Runner, target: str, options: Mapping[str, Any]) -> AgentStateKind:
+    return AgentStateKind(storage_target(runner, target))
+
+
+register_kind(
+    KindEntry(
+        "document",
+        "save(value)/load() (default)",
+        DOC_BASE,
+        make=_make_document,
+        workloads=DOC_WORKLOADS,
+        run=_run_document,
+        parses=json_parses,
+        options=frozenset({"values", "shrink"}),
+    )
+)
+register_kind(
+    KindEntry(
+        "state-storage",
+        "the six methods of SPEC.md §6",
+        BASE_DIR,
+        make=_make_state_storage,
+        workloads=tuple(w.name for w in selected_workloads(None, reference_format=False)),
+        run=_run_state_storage,
+        options=frozenset({"reference_format"}),
+    )
+)

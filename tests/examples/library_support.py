@@ -12,10 +12,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from crashpoint.faultfs import CrashState, crash_points
+from crashpoint.faultfs import CrashState, crash_points, parse_models
 from crashpoint.scenarios.engine.explore import Counterexample, Run
 from crashpoint.scenarios.engine.faults import parse_fault
-from crashpoint.scenarios.jobs.verify import resolve_models
 from crashpoint.scenarios.kinds.document.kind import DOC_BASE, DocumentKind
 from crashpoint.scenarios.targets.user import load_factory, make_runner
 
@@ -55,7 +54,7 @@ def crash_state(spec: str, c: Counterexample) -> tuple[dict[str, bytes], Run, Do
     with runner:
         doc = DocumentKind(runner, spec, values=values, strategy=strategy, seed=0)
         run = doc.record(doc.workload(c.workload), parse_fault(c.fault) if c.fault else None)
-        (model,) = resolve_models(c.model)
+        (model,) = parse_models(c.model)
         for point in crash_points(model, run.initial, run.ops):
             if point.index != c.crash_point:
                 continue

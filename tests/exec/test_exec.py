@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from crashpoint.faultfs import MemoryFileSystem, OpKind, RecordingFileSystem
+from crashpoint.faultfs import MemoryFileSystem, OpKind, RecordingFileSystem, parse_models
 from crashpoint.faultfs._strace import StraceReplay, parse_log, strace_available
 from crashpoint.scenarios.jobs.exec import (
     ExecDocumentKind,
@@ -20,7 +20,6 @@ from crashpoint.scenarios.jobs.exec import (
     verify_exec,
     verify_exec_state_storage,
 )
-from crashpoint.scenarios.jobs.verify import resolve_models
 from crashpoint.scenarios.kinds.document.kind import DOC_BASE, DocumentKind
 from crashpoint.scenarios.targets.user import make_runner
 
@@ -113,7 +112,7 @@ def _verify(store: str, model: str, workloads: list[str], **kw: object):  # type
     return verify_exec(
         f"{store} save {{dir}} {{value}}",
         f"{store} load {{dir}}",
-        models=resolve_models(model),
+        models=parse_models(model),
         workloads=workloads,
         jobs=2,
         **kw,  # type: ignore[arg-type]
@@ -171,7 +170,7 @@ def test_an_unsupported_syscall_is_reported_by_name() -> None:
     result, _ = verify_exec(
         f'{PY} -c "{code}" {{dir}} {{value}}',
         f'{PY} -c "{load}" {{dir}}',
-        models=resolve_models("process-crash"),
+        models=parse_models("process-crash"),
         workloads=["first-save"],
     )
     assert result.verdict == "incomplete"
@@ -186,7 +185,7 @@ def test_a_write_outside_the_directory_is_s1(tmp_path: object) -> None:
     result, _ = verify_exec(
         f"sh -c '{script}' {{dir}} {{value}}",
         f"{ECHO} load {{dir}}",
-        models=resolve_models("process-crash"),
+        models=parse_models("process-crash"),
         workloads=["first-save"],
     )
     s1 = [c for c in result.counterexamples if c.invariant == "S1"]
@@ -293,7 +292,7 @@ def test_node_seed_port_gives_the_python_seeds_findings(
 
     python = explore(SCENARIOS[workload], model=model, target="seed")
     node, _ = verify_exec_state_storage(
-        SEED, models=resolve_models(model), workloads=[workload], jobs=2, reference_format=True
+        SEED, models=parse_models(model), workloads=[workload], jobs=2, reference_format=True
     )
     assert node.unsupported == []
     found = node.counterexamples
@@ -307,7 +306,7 @@ def test_node_seed_port_passes_the_conformance_suite() -> None:
     _need("node")
     result, _ = verify_exec_state_storage(
         SEED,
-        models=resolve_models("process-crash"),
+        models=parse_models("process-crash"),
         workloads=["first-save"],
         jobs=2,
         reference_format=True,
@@ -385,7 +384,7 @@ def test_node_seed_port_replays_one_fault_as_the_python_seed() -> None:
     ops = record(SCENARIOS["two-quick-saves"], get_target("seed")).ops
     at = next(o.index for o in ops if o.kind is OpKind.WRITE)
     fault = Fault(at, errno.ENOSPC)
-    models = resolve_models("process-crash,power-loss")
+    models = parse_models("process-crash,power-loss")
     node, facts = verify_exec_state_storage(
         SEED, models=models, workloads=["two-quick-saves"], fault=fault, reference_format=True
     )
@@ -413,7 +412,7 @@ def test_node_seed_port_under_every_fault_gives_the_python_seeds_findings(worklo
     from crashpoint.scenarios.kinds.agent.targets import get_target
     from crashpoint.scenarios.kinds.agent.workload import SCENARIOS
 
-    models = resolve_models("process-crash,power-loss")
+    models = parse_models("process-crash,power-loss")
     node, facts = verify_exec_state_storage(
         SEED, models=models, workloads=[workload], faults=True, jobs=2, reference_format=True
     )
@@ -486,7 +485,7 @@ def test_state_storage_starts_one_process_per_disk_image() -> None:
     _need("node")
     result, facts = verify_exec_state_storage(
         SEED,
-        models=resolve_models("process-crash,power-loss"),
+        models=parse_models("process-crash,power-loss"),
         workloads=["load-or-create-corrupt", "two-quick-saves", "corrupt-main-good-bak"],
         jobs=2,
         reference_format=True,

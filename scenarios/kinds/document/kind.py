@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import json
 import posixpath
 import random
 import reprlib
@@ -45,6 +46,7 @@ __all__ = [
     "VALUE_STRATEGIES",
     "DocWorkload",
     "DocumentKind",
+    "json_parses",
     "value_strategy",
 ]
 
@@ -659,3 +661,12 @@ _REPR.maxlist = 4
 
 def _repr(value: Any) -> str:
     return _REPR.repr(value)
+
+
+def json_parses(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 JSON: a file a JSON document store would load."""
+    try:
+        json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True

@@ -1,0 +1,141 @@
+"""One plan, one runner of plans (STYLE.md §17).
+
+A :class:`Plan` is everything a verification needs, frozen: the kind, the target,
+the models (parsed once, by :func:`crashpoint.faultfs.parse_models`), the workloads,
+the faults, a replay's crash point or fault, the shard and the workers. The CLI, the
+pytest plugin and :func:`crashpoint.verify` build one and hand it to :func:`run_plan`,
+which asks the kind's registry entry (:mod:`~crashpoint.scenarios.kinds.registry`)
+how to run it: a kind with a front end of its own (``document``, ``state-storage``)
+runs through it; any other kind through the engine here, workload by workload, each
+recorded once for every model, its fault plan from the crash-free run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...faultfs import Fault, PersistenceModel
+from ..engine.explore import Counterexample, EngineResult, explore_models
+from ..engine.faults import fault_plan
+from ..kinds.registry import KindEntry, get_kind
+from ..targets.user import make_runner
+from .verdict import VerifyResult
+
+__all__ = ["Plan", "run_plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A verification, as every front end describes it.
+
+    Attributes:
+        kind: a registered kind's name (``document``, ``state-storage`` ...).
+        target: the target's name as replays spell it (``file.py:factory``).
+        models: the persistence models, in order.
+        workloads: the workload names (None: the kind's defaults).
+        faults: also arm every fault of the fault plan at every operation.
+        fault: only this fault (a replay; no crash-only exploration).
+        crash_point: only this crash point.
+        shard: ``(K, N)``: only crash states whose identity falls in slice K of N.
+        jobs: worker processes (a kind's front end may use them).
+        seed: seeds generated workloads and the interception.
+        timeout: seconds one call of the target may take (None: no limit).
+        examples: hypothesis examples of the kind's generated workloads.
+        options: the kind's own options (``values``, ``shrink``, ``reference_format``
+            ...); an entry refuses names it does not declare.
+    """
+
+    kind: str
+    target: str
+    models: tuple[PersistenceModel, ...]
+    workloads: tuple[str, ...] | None = None
+    faults: bool = False
+    fault: Fault | None = None
+    crash_point: int | None = None
+    shard: tuple[int, int] | None = None
+    jobs: int = 1
+    seed: int = 0
+    timeout: float | None = None
+    examples: int = 20
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
+    """Run ``plan`` against ``factory`` (the target's factory, already loaded).
+
+    Raises:
+        KeyError: an unknown kind or workload; ValueError: an option the kind does not
+        take; BadTarget, TargetTimeout from the target.
+    """
+    entry = get_kind(plan.kind)
+    unknown = set(plan.options) - entry.options
+    if unknown:
+        raise ValueError(f"--kind {plan.kind} takes no option {', '.join(sorted(unknown))}")
+    if entry.run is not None:
+        result: VerifyResult = entry.run(plan, factory)
+        return result
+    return _run_generic(entry, plan, factory)
+
+
+def _run_generic(entry: KindEntry, plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
+    """A registered kind through the engine: each workload recorded once, judged under
+    every model, with its fault plan (or the one fault replayed)."""
+    runner = make_runner(
+        factory, entry.base_dir, spec=plan.target, timeout=plan.timeout, seed=plan.seed
+    )
+    result = VerifyResult(
+        plan.target, plan.kind, runner.mode, [m.name for m in plan.models], seed=plan.seed
+    )
+    names = plan.workloads if plan.workloads is not None else entry.workloads
+    with runner:
+        kind = entry.make(runner, plan.target, plan.options)
+        for name in dict.fromkeys(names):
+            workload = kind.workload(name)
+            if plan.fault is not None:
+                faults, crashes = [plan.fault], False
+            else:
+                faults = fault_plan(kind.record(workload, None).ops) if plan.faults else []
+                crashes = True
+            result.results += explore_models(
+                kind,
+                workload,
+                models=plan.models,
+                target=plan.target,
+                faults=faults,
+                crashes=crashes,
+                fault_window=None if plan.fault is not None else 1,
+                crash_point=plan.crash_point,
+                shard=plan.shard,
+            )
+        unsupported = runner.unsupported()
+        escapes = runner.escapes()
+        for r in result.results:
+            r.unsupported += [u for u in unsupported if u not in r.unsupported]
+        if escapes and result.results:
+            # S1 (SPEC.md §8): a write the interception saw aimed outside the base
+            # directory is a finding, whatever the kind judges.
+            first = result.results[0]
+            first.counterexamples += [_escape(first, entry, plan, path) for path in escapes]
+    return result
+
+
+def _escape(r: EngineResult, entry: KindEntry, plan: Plan, path: str) -> Counterexample:
+    return Counterexample(
+        "S1",
+        ("S1",),
+        r.workload,
+        r.model,
+        plan.target,
+        0,
+        "(intercepted)",
+        "(intercepted)",
+        entry.name,
+        {},
+        "",
+        f"no operation outside {entry.base_dir}",
+        f"the target changed {path}",
+        f"crashpoint verify {plan.target} --kind {plan.kind} --workload {r.workload} "
+        f"--model {r.model}",
+    )

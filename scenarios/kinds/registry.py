@@ -1,0 +1,88 @@
+"""The registry of target kinds (STYLE.md §17: a kind is a registered value).
+
+A kind is one way a target is driven and judged: ``document`` (``save(value)`` /
+``load()``, SPEC.md §10), ``state-storage`` (the six methods of SPEC.md §6), or one a
+user registers. An entry says how the kind is made for one target from a runner and
+its options (:attr:`KindEntry.make`, returning an object of the engine's
+:class:`~crashpoint.scenarios.engine.explore.Kind` protocol), which workloads it runs,
+how ``crashpoint verify`` and ``crashpoint explain`` name it, and what its subject is.
+The CLI builds ``--kind``'s choices from :func:`kind_names`; the plan runner
+(:func:`crashpoint.scenarios.jobs.plan.run_plan`) drives any entry through the engine.
+
+A kind in a file of its own registers itself::
+
+    register_kind(KindEntry("log", "an append-only log", "/data/log", make=LogKind,
+                            workloads=("appends",)))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["KINDS", "KindEntry", "get_kind", "kind_names", "register_kind", "unregister_kind"]
+
+
+@dataclass(frozen=True, slots=True)
+class KindEntry:
+    """One target kind as the front ends know it.
+
+    Attributes:
+        name: ``--kind NAME``.
+        summary: one line for ``--help``.
+        base_dir: the directory the target is given (it exists, empty, before a run).
+        make: ``make(runner, target, options)`` → the kind for one target (a
+            :class:`~crashpoint.scenarios.engine.explore.Kind` that also has
+            ``workload(name)``); ``runner`` builds and calls the target
+            (:class:`~crashpoint.scenarios.targets.user.Runner`), ``target`` is its name
+            as replays spell it, ``options`` the plan's kind options.
+        workloads: the workload names run by default, in order.
+        run: a kind with a front end of its own (``document``, ``state-storage``):
+            ``run(plan, factory)`` → a ``VerifyResult``; None: the plan runner's generic
+            loop drives it.
+        parses: ``parses(bytes)``: whether the kind's load would take a file's bytes as
+            data (``crashpoint explain`` tells complete files from torn ones by it).
+        options: option names the kind accepts in a plan (others are refused).
+    """
+
+    name: str
+    summary: str
+    base_dir: str
+    make: Callable[[Any, str, Mapping[str, Any]], Any]
+    workloads: tuple[str, ...]
+    run: Callable[..., Any] | None = None
+    parses: Callable[[bytes], bool] = field(default=bool)
+    options: frozenset[str] = frozenset()
+
+
+KINDS: dict[str, KindEntry] = {}
+"""The registered kinds, by name, in registration order."""
+
+
+def register_kind(entry: KindEntry) -> KindEntry:
+    """Make ``entry`` known to ``verify``, ``explain`` and the CLI. Raises ValueError if
+    another entry has its name."""
+    known = KINDS.get(entry.name)
+    if known is not None and known is not entry:
+        raise ValueError(f"a kind named {entry.name!r} is registered already")
+    KINDS[entry.name] = entry
+    return entry
+
+
+def unregister_kind(name: str) -> None:
+    """Forget the kind ``name`` (a test's kind, once the test is done)."""
+    KINDS.pop(name, None)
+
+
+def get_kind(name: str) -> KindEntry:
+    """The kind ``name``. Raises KeyError naming the known kinds."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise KeyError(f"unknown kind {name!r}; known: {', '.join(KINDS)}") from None
+
+
+def kind_names() -> list[str]:
+    """The registered kinds' names, in registration order (``--kind``'s choices)."""
+    return list(KINDS)
