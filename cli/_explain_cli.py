@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import int_option, prepare_out, print_to_stdout
+from ._options import KindChoices, int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_explain_parser", "run_explain"]
 
@@ -49,9 +49,9 @@ def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--kind",
-        choices=("state-storage", "document"),
-        help="state-storage (default for reference, seed, mutants) or document "
-        "(default for a user target)",
+        choices=KindChoices(),
+        help="state-storage (default for reference, seed, mutants), document "
+        "(default for a user target), or a kind a plug-in registered",
     )
     p.add_argument(
         "--workload",
@@ -130,6 +130,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     except EvidenceError as exc:
         raise ExplainUsageError(str(exc)) from None
     if args.emit_test is not None:
+        if args.kind not in (None, "document", "state-storage"):
+            raise ExplainUsageError(
+                f"--emit-test writes tests for --kind document and state-storage, not {args.kind}"
+            )
         emit_dir = os.path.dirname(os.path.abspath(args.emit_test))
         if not os.path.isdir(emit_dir):
             raise ExplainUsageError(f"--emit-test {args.emit_test!r}: no such directory")

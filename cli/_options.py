@@ -370,3 +370,25 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for sig, before in previous.items():
             signal.signal(sig, before)
+
+
+class KindChoices:
+    """``--kind``'s choices: the registered kinds (:func:`crashpoint.scenarios.kinds.
+    registry.kind_names`), read when argparse asks, so building the parser imports no
+    kind (``crashpoint explore`` starts without them) and a kind registered later (a
+    plug-in, a test's) is a choice."""
+
+    def _names(self) -> list[str]:
+        from .scenarios.jobs import verify  # noqa: F401  (registers the built-in kinds)
+        from .scenarios.kinds.registry import kind_names
+
+        return kind_names()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import int_option, prepare_out, print_to_stdout
+from ._options import KindChoices, int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_verify_parser", "run_verify"]
 
@@ -78,8 +78,9 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--kind",
         default="document",
-        choices=("document", "state-storage"),
-        help="document: save(value)/load() (default); state-storage: the six methods of SPEC.md §6",
+        choices=KindChoices(),
+        help="document: save(value)/load() (default); state-storage: the six methods of "
+        "SPEC.md §6; or a kind a plug-in registered (crashpoint.scenarios.register_kind)",
     )
     p.add_argument(
         "--model",

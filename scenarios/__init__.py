@@ -7,7 +7,16 @@ checks the invariants of SPEC.md §8.
 
 from typing import TYPE_CHECKING, Any
 
-from .engine.explore import Counterexample, EngineResult
+from .engine.explore import (
+    Counterexample,
+    EngineResult,
+    Finding,
+    InvariantInfo,
+    Kind,
+    Run,
+    Step,
+    register_invariants,
+)
 from .engine.faults import fault_plan, parse_fault
 from .kinds.agent import catalogue, mutants, runs  # noqa: F401  (register scenarios and mutants)
 from .kinds.agent.checkers import INVARIANTS, Invariant, Observation, judge
@@ -23,11 +32,14 @@ from .kinds.agent.workload import (
     Workload,
     scenario,
 )
+from .kinds.registry import KindEntry, kind_names, register_kind, unregister_kind
 
 ExplorationResult = EngineResult
 """What :func:`explore` returns: the engine's result (every kind's)."""
 
 if TYPE_CHECKING:
+    from .jobs.verdict import VerifyResult
+    from .jobs.verify import verify
     from .jobs.zoo import FAULT_COLUMN, ZooRow, kill_matrix
     from .kinds.state_storage.machine import (
         MACHINE_INVARIANTS,
@@ -42,12 +54,14 @@ _LAZY = {
     "FAULT_COLUMN": "jobs.zoo",
     "ZooRow": "jobs.zoo",
     "kill_matrix": "jobs.zoo",
+    "VerifyResult": "jobs.verdict",
+    "verify": "jobs.verify",
 }
 
 
 def __getattr__(name: str) -> Any:
-    # the state machine and the zoo, imported on first use: ``crashpoint explore``
-    # starts without them (issue 11)
+    # the state machine, the zoo and verify, imported on first use: ``crashpoint
+    # explore`` starts without them (issue 11)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -73,10 +87,17 @@ __all__ = [
     "EngineResult",
     "Expect",
     "ExplorationResult",
+    "Finding",
     "Invariant",
+    "InvariantInfo",
+    "Kind",
+    "KindEntry",
     "Observation",
+    "Run",
     "Session",
+    "Step",
     "Target",
+    "VerifyResult",
     "Workload",
     "ZooRow",
     "explore",
@@ -85,10 +106,15 @@ __all__ = [
     "get_target",
     "judge",
     "kill_matrix",
+    "kind_names",
     "mutant",
     "parse_fault",
     "record",
+    "register_invariants",
+    "register_kind",
     "run_storage_machine",
     "scenario",
     "storage_state_machine",
+    "unregister_kind",
+    "verify",
 ]

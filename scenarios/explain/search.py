@@ -64,6 +64,7 @@ from ..kinds.document.kind import (
     _sized,
     json_parses,
 )
+from ..kinds.registry import KindEntry, get_kind
 from ..targets.user import BadTarget, load_factory, make_runner, target_mode
 from .evidence import Evidence, EvidenceFile, _file, merged
 
@@ -985,6 +986,93 @@ class _DocSearch(_Search):
         return [], "", "", replay
 
 
+class _Named:
+    """A registered kind's workload with the name the search reports it by (the
+    kind's ``workload_name``; the kind's workloads need no ``name`` of their own)."""
+
+    __slots__ = ("name", "workload")
+
+    def __init__(self, kind: Any, workload: Any) -> None:
+        self.workload = workload
+        self.name: str = kind.workload_name(workload)
+
+
+class _KindSearch(_Search):
+    """A registered kind's side of the search (:mod:`~crashpoint.scenarios.kinds.registry`),
+    through the engine's Kind protocol alone: its workloads, runs, observation and
+    judging. Its load is judged by the search (a match), not on its own: what the
+    evidence held before the crash is not known."""
+
+    def __init__(self, entry: KindEntry, kind: Any) -> None:
+        self.entry = entry
+        self.kind = entry.name
+        self.k = kind
+        self.base = entry.base_dir
+        self._initial: CrashState | None = None
+
+    def parses(self, data: bytes) -> bool:
+        return bool(self.entry.parses(data))
+
+    def evidence_signature(self, ev: Evidence, stem: str) -> dict[str, str]:
+        return {f.name: f.klass(self.parses) for f in ev.files.values()}
+
+    def signature(self, state: CrashState, session: str) -> dict[str, str]:
+        return {
+            path[len(self.base) + 1 :]: _byte_class(data, path, self.parses)
+            for path, data in state.files
+            if path.startswith(self.base + "/")
+        }
+
+    def _first_run(self) -> Any:
+        return self.k.record(self.k.workload(self.entry.workloads[0]), None)
+
+    def load(self, ev: Evidence, session: str) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        dirs = self._first_run().initial.dirs
+        files = tuple(sorted((f"{self.base}/{f.name}", _bytes_for(f)) for f in ev.files.values()))
+        obs = self.k.observe(CrashState(files, tuple(sorted(dirs))))
+        got = repr(obs)[:200]
+        load = {
+            "returned": got,
+            "error": None,
+            "load_writes": False,
+            "initial_value": "",
+            "reads": [],
+            "warnings": [],
+        }
+        return load, []
+
+    def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
+        names = list(self.entry.workloads)
+        if user:
+            names = [user, *[n for n in names if n != user]]
+        return [(_Named(self.k, self.k.workload(n)), False) for n in names]
+
+    def runs(self, workload: Any) -> tuple[CrashState, list[Op], list[Op]]:
+        run = self.k.record(workload.workload, None)
+        marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps] + [
+            Op(s.end, OpKind.MARK, label=f"ack:{s.label}")
+            for s in run.steps
+            if s.end is not None and s.error is None
+        ]
+        return run.initial, run.ops, sorted(marks, key=lambda o: o.index)
+
+    def judge(
+        self, workload: Any, model: PersistenceModel, k: int, state: CrashState
+    ) -> tuple[list[str], str, str, str]:
+        """The invariants ``state`` breaks at crash point ``k`` of ``workload``."""
+        run = self.k.record(workload.workload, None)
+        found = [
+            f
+            for f in self.k.judge(run, k, state, self.k.observe(state))
+            if invariant_info(f.invariant).severity != "warning"
+        ]
+        replay = self.k.replay(workload.workload, model, k, None)
+        if found:
+            ids = list(dict.fromkeys(f.invariant for f in found))
+            return ids, found[0].expected, found[0].got, replay
+        return [], "", "", replay
+
+
 # --- the search ---------------------------------------------------------------------------
 
 
@@ -1031,7 +1119,7 @@ def explain(
     """
 
     models = list(models) if models is not None else list(MODELS.values())
-    search: _StateSearch | _DocSearch
+    search: _StateSearch | _DocSearch | _KindSearch
     cleanup: Callable[[], object] = _nothing
     name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
     builtin = isinstance(target, str) and (
@@ -1065,7 +1153,12 @@ def explain(
         )
         search = _DocSearch(doc)
     else:
-        raise KeyError(f"unknown kind {kind!r}; known: state-storage, document")
+        entry = get_kind(kind)  # KeyError naming the known kinds
+        factory = load_factory(target) if isinstance(target, str) else target
+        runner = make_runner(factory, entry.base_dir, spec=name, timeout=timeout, seed=seed)
+        runner.__enter__()
+        cleanup = lambda: runner.__exit__(None, None, None)  # noqa: E731
+        search = _KindSearch(entry, entry.make(runner, name, {}))
     try:
         return _explain(evidence, search, name, kind, workload, models, session, seed, bound)
     finally:
@@ -1074,7 +1167,7 @@ def explain(
 
 def _explain(
     ev: Evidence,
-    search: _StateSearch | _DocSearch,
+    search: _StateSearch | _DocSearch | _KindSearch,
     name: str,
     kind: str,
     workload: str | None,
@@ -1204,7 +1297,7 @@ def _likelier(wanted: dict[str, str], nearest: Sequence[dict[str, Any]]) -> str:
 
 
 def _match(
-    search: _StateSearch | _DocSearch,
+    search: _StateSearch | _DocSearch | _KindSearch,
     workload: Any,
     generated: bool,
     model: PersistenceModel,
@@ -1327,7 +1420,12 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
     """A self-contained pytest file for ``ex`` (issue 12): a read-path finding rebuilds
     the evidence and asserts what load must do; a write-path finding replays the matched
     workload to the matched crash point under the matched model and asserts the
-    invariant. ``CRASHPOINT_TARGET`` in the environment swaps the target (the fixed one)."""
+    invariant. ``CRASHPOINT_TARGET`` in the environment swaps the target (the fixed one).
+
+    Raises ValueError for a kind other than ``document`` and ``state-storage`` (the
+    emitted test replays through their replay helpers)."""
+    if ex.kind not in ("document", "state-storage"):
+        raise ValueError(f"--emit-test writes tests for document and state-storage, not {ex.kind}")
     lines = [
         f'"""Regression test emitted by `crashpoint explain` for {ex.evidence.source!r}.',
         "",
