@@ -766,9 +766,9 @@ class _Judge(Generic[W, Obs]):
                         if finding.invariant in wanted:
                             by_state.setdefault((k, digest), []).append((state, finding))
             result.check_seconds += time.perf_counter() - t0
-        for (k, digest), found in by_state.items():
-            broken = tuple(dict.fromkeys(f.invariant for _, f in found))
-            for state, finding in found:
+        for (k, digest), pairs in by_state.items():
+            broken = tuple(dict.fromkeys(f.invariant for _, f in pairs))
+            for state, finding in pairs:
                 c = self._counterexample(run, k, state, digest, finding, broken)
                 if invariant_info(finding.invariant).severity == "warning":
                     result.warnings.append(c)

@@ -1031,7 +1031,7 @@ class _KindSearch(_Search):
         files = tuple(sorted((f"{self.base}/{f.name}", _bytes_for(f)) for f in ev.files.values()))
         obs = self.k.observe(CrashState(files, tuple(sorted(dirs))))
         got = repr(obs)[:200]
-        load = {
+        load: dict[str, Any] = {
             "returned": got,
             "error": None,
             "load_writes": False,

@@ -16,7 +16,7 @@ from ..kinds.agent.checkers import INVARIANTS
 from ..kinds.agent.kind import explore, explore_faults
 from ..kinds.agent.targets import MUTANTS, TARGETS, Target, get_target
 from ..kinds.agent.workload import SCENARIOS, Workload
-from .explore import worker_pool
+from ..engine.pool import worker_pool
 
 __all__ = ["FAULT_COLUMN", "ZooRow", "kill_matrix"]
 

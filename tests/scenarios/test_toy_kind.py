@@ -112,7 +112,7 @@ class LogKind:
 
     name = "toy"
     subject = "the log"
-    tiebreak = ("fault", "state_digest", "got")
+    tiebreak: tuple[str, ...] = ("fault", "state_digest", "got")
 
     def __init__(self, runner: Any, target: str, options: Mapping[str, Any]) -> None:
         self.runner, self.target = runner, target

@@ -220,7 +220,7 @@ class AgentStateKind:
 
     name = "agent-state"
     subject = "the session"
-    tiebreak = AGENT_TIEBREAK
+    tiebreak: tuple[str, ...] = AGENT_TIEBREAK
 
     def __init__(
         self,

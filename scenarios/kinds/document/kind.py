@@ -239,7 +239,7 @@ class DocumentKind:
 
     name = "document"
     subject = "the document"
-    tiebreak = ("fault", "state_digest", "got")
+    tiebreak: tuple[str, ...] = ("fault", "state_digest", "got")
 
     def __init__(
         self,
