@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from ...faultfs import MODELS, PROCESS_CRASH, PersistenceModel
 from ..engine.explore import EngineResult
+from ..engine.pool import worker_pool
 from ..kinds.agent.checkers import INVARIANTS
 from ..kinds.agent.kind import explore, explore_faults
 from ..kinds.agent.targets import MUTANTS, TARGETS, Target, get_target
 from ..kinds.agent.workload import SCENARIOS, Workload
-from ..engine.pool import worker_pool
 
 __all__ = ["FAULT_COLUMN", "ZooRow", "kill_matrix"]
 
