@@ -9,6 +9,7 @@ a :class:`PersistenceModel`.
 from typing import TYPE_CHECKING, Any
 
 from ._image import CrashState, Image, os_error
+from ._lock import Clock, SystemClock, VirtualClock
 from ._memory import MemoryFileSystem
 from ._models import (
     MODELS,
@@ -56,6 +57,7 @@ __all__ = [
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
     "PROCESS_CRASH",
+    "Clock",
     "CrashPoint",
     "CrashState",
     "Description",
@@ -72,7 +74,9 @@ __all__ = [
     "PersistenceModel",
     "RecordingFileSystem",
     "SimulatedCrash",
+    "SystemClock",
     "Trace",
+    "VirtualClock",
     "crash_points",
     "effective",
     "get_model",

@@ -884,6 +884,14 @@ class _TracingFS:
         self.tainted = True
         self._fs.fsync_dir(path)
 
+    def lock(self, path: str, timeout: float) -> int:
+        self.tainted = True
+        return self._fs.lock(path, timeout)
+
+    def unlock(self, path: str, handle: int) -> None:
+        self.tainted = True
+        self._fs.unlock(path, handle)
+
     def __getattr__(self, name: str) -> object:
         self.tainted = True  # anything beyond the protocol (the image, the log ...)
         return getattr(self._fs, name)

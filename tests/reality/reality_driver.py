@@ -140,6 +140,12 @@ class RootedFileSystem:
     def size(self, path: str) -> int:
         return self.os.size(self._p(path))
 
+    def lock(self, path: str, timeout: float) -> int:
+        return self.os.lock(self._p(path), timeout)
+
+    def unlock(self, path: str, handle: int) -> None:
+        self.os.unlock(self._p(path), handle)
+
 
 def read_tree(root: str, *, ignore: tuple[str, ...] = ("/lost+found",)) -> CrashState:
     """The directory under ``root`` as a :class:`CrashState` (model paths, bytes)."""
@@ -282,6 +288,15 @@ class KillingFileSystem:
 
     def size(self, path: str) -> int:
         return self.inner.size(path)
+
+    def lock(self, path: str, timeout: float) -> int:
+        # creating an absent lock file is an operation of the trace (a kill site)
+        if self.inner.exists(path):
+            return self.inner.lock(path, timeout)
+        return self._op("create", lambda: self.inner.lock(path, timeout), path)
+
+    def unlock(self, path: str, handle: int) -> None:
+        self.inner.unlock(path, handle)
 
 
 class ReportingRecorder(RecordingFileSystem):
