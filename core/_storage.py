@@ -336,9 +336,23 @@ class FileStateStorage:
         """The bytes a save writes for ``state`` (the codec's persistence encoding)."""
         return encode_bytes(state)
 
+    def _write_temporary(self, tmp: str, data: bytes) -> None:
+        """Write a temporary file whole. The reference (strict) first unlinks a stale one
+        (a crashed save's, or anything planted there), then creates it ``O_CREAT|O_EXCL|
+        O_NOFOLLOW`` (SPEC.md §6): a symlink or a hard link planted at the name is never
+        followed or truncated; one planted again in between fails the call (EEXIST). The
+        published algorithm (strict=False) truncates whatever is there."""
+        fs = self.fs
+        if not self.strict:
+            write_bytes(fs, tmp, data)
+            return
+        if fs.exists(tmp):
+            fs.unlink(tmp)
+        write_bytes(fs, tmp, data, exclusive=True)
+
     def _commit(self, main: str, data: bytes) -> None:
         fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
-        write_bytes(fs, tmp, data)
+        self._write_temporary(tmp, data)
         self._sync_data(tmp)
         if fs.exists(main) and self._rotatable(main):
             if fs.exists(bak):
@@ -561,7 +575,7 @@ class FileStateStorage:
             return
         tmp = ended + ".tmp"
         try:
-            write_bytes(self.fs, tmp, content)
+            self._write_temporary(tmp, content)
             if self._full:
                 self.fs.fsync(tmp)
             self.fs.rename(tmp, ended)

@@ -187,8 +187,11 @@ class MemoryFileSystem:
     def mkdir(self, path: str) -> None:
         self.apply(Op(len(self._log), OpKind.MKDIR, _norm(path, self._image)))
 
-    def create(self, path: str) -> None:
-        self.apply(Op(len(self._log), OpKind.CREATE, _norm(path, self._image)))
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        path = _norm(path, self._image)
+        if exclusive and self._image.exists(path):
+            raise os_error(errno.EEXIST, path)
+        self.apply(Op(len(self._log), OpKind.CREATE, path))
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         if offset < 0:

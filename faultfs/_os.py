@@ -19,8 +19,10 @@ class OsFileSystem:
 
     Directory fsync opens the directory ``O_RDONLY`` and fsyncs the descriptor
     (Linux; where the platform refuses it with EINVAL/EBADF/EACCES the call is a
-    no-op, as SQLite does). ``write`` loops over ``os.pwrite`` until every byte is
-    written or an error is raised, so a short count never reaches the caller
+    no-op, as SQLite does). ``write`` never writes through a symlink (ELOOP), and
+    ``create(path, exclusive=True)`` is ``O_CREAT|O_EXCL|O_NOFOLLOW``. ``write`` loops
+    over ``os.pwrite`` until every byte is written or an error is raised, so a short
+    count never reaches the caller
     (SPEC.md §6). Errors are the OS's own ``OSError`` subclasses.
 
     ``lock`` is ``fcntl.flock(LOCK_EX)`` on the file opened ``O_RDWR|O_CREAT|
@@ -43,7 +45,11 @@ class OsFileSystem:
     def mkdir(self, path: str) -> None:
         os.mkdir(path)
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        if exclusive:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            os.close(os.open(path, flags, 0o644))  # EEXIST for anything there, symlinks too
+            return
         with open(path, "wb"):
             pass
 
@@ -52,7 +58,7 @@ class OsFileSystem:
             raise os_error(errno.EINVAL, path)
         if os.path.isdir(path):
             raise os_error(errno.EISDIR, path)
-        fd = os.open(path, os.O_WRONLY)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)  # ELOOP: a symlink
         try:
             # pwrite(2) may store fewer bytes than asked with no error (a full disk, a
             # signal): go on from where it stopped until every byte is written or it

@@ -37,8 +37,11 @@ class FileSystem(Protocol):
         """Create one directory. Raises FileExistsError (EEXIST) if ``path`` exists,
         FileNotFoundError (ENOENT) if its parent does not."""
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
         """Create an empty file, or truncate an existing one to 0 bytes (``open(p, "w")``).
+        With ``exclusive``, only create (``O_CREAT|O_EXCL|O_NOFOLLOW``: a safe temporary,
+        SPEC.md §6): anything at ``path``, a symlink included, raises FileExistsError
+        (EEXIST) and is left untouched; recorded as the same ``create`` operation.
         Raises ENOENT if the parent is missing, EISDIR if ``path`` is a directory."""
 
     def write(self, path: str, offset: int, data: bytes) -> int:
@@ -120,14 +123,18 @@ def makedirs(fs: FileSystem, path: str) -> list[str]:
     return created
 
 
-def write_bytes(fs: FileSystem, path: str, data: bytes) -> None:
+def write_bytes(fs: FileSystem, path: str, data: bytes, *, exclusive: bool = False) -> None:
     """``create(path)`` then ``write(path, 0, data)`` (FAULT-MODEL.md §1).
 
     A write that returns fewer bytes than asked is continued at the offset it reached
     until every byte is written or an error is raised (SPEC.md §6), so a short count
     is never taken for a whole file. A count of 0 (or less) for bytes still to write
-    raises ``OSError(ENOSPC)`` rather than loop for ever."""
-    fs.create(path)
+    raises ``OSError(ENOSPC)`` rather than loop for ever. ``exclusive`` creates with
+    ``create(path, exclusive=True)`` (EEXIST if anything is there)."""
+    if exclusive:
+        fs.create(path, exclusive=True)
+    else:
+        fs.create(path)
     done = 0
     while done < len(data):
         n = fs.write(path, done, data[done:])

@@ -224,8 +224,11 @@ class RecordingFileSystem:
     def mkdir(self, path: str) -> None:
         self._mutate(OpKind.MKDIR, path, self.inner.mkdir, path)
 
-    def create(self, path: str) -> None:
-        self._mutate(OpKind.CREATE, path, self.inner.create, path)
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        if exclusive:
+            self._mutate(OpKind.CREATE, path, _create_new, self.inner, path)
+        else:
+            self._mutate(OpKind.CREATE, path, self.inner.create, path)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         data = bytes(data)
@@ -310,6 +313,10 @@ class RecordingFileSystem:
 
     def size(self, path: str) -> int:
         return self._read(OpKind.STAT, self.inner.size, path)
+
+
+def _create_new(fs: FileSystem, path: str) -> None:
+    fs.create(path, exclusive=True)
 
 
 _SHARED_OPS: dict[tuple[object, ...], Op] = {}

@@ -856,9 +856,9 @@ class _TracingFS:
         self.tainted = True
         self._fs.mkdir(path)
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
         self.tainted = True
-        self._fs.create(path)
+        self._fs.create(path, exclusive=exclusive)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         self.tainted = True

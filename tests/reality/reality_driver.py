@@ -104,8 +104,8 @@ class RootedFileSystem:
     def mkdir(self, path: str) -> None:
         self.os.mkdir(self._p(path))
 
-    def create(self, path: str) -> None:
-        self.os.create(self._p(path))
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        self.os.create(self._p(path), exclusive=exclusive)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         return self.os.write(self._p(path), offset, data)
@@ -251,8 +251,8 @@ class KillingFileSystem:
     def mkdir(self, path: str) -> None:
         self._op("mkdir", lambda: self.inner.mkdir(path), path)
 
-    def create(self, path: str) -> None:
-        self._op("create", lambda: self.inner.create(path), path)
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        self._op("create", lambda: self.inner.create(path, exclusive=exclusive), path)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         return self._op(

@@ -39,9 +39,9 @@ class FailingReads(MemoryFileSystem):
             raise OSError(code, errno.errorcode.get(code, "error"), path)
         return super().read(path)
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
         self.writes.append(path)
-        super().create(path)
+        super().create(path, exclusive=exclusive)
 
     def rename(self, src: str, dst: str) -> None:
         self.writes.append(dst)
