@@ -188,16 +188,11 @@ def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
 
 
 def write_text(text: str, path: str | os.PathLike[str]) -> None:
-    """Replace ``path`` by ``text`` atomically (a temporary file renamed over it)."""
-    tmp = f"{os.fspath(path)}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        if os.path.isfile(tmp):
-            os.unlink(tmp)
-        raise
+    """Replace ``path`` by ``text`` atomically: a randomly named ``O_EXCL`` temporary
+    renamed over it, never a planted symlink followed (``_publish.write_files``)."""
+    from ._publish import write_files
+
+    write_files([(path, text)])
 
 
 def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
