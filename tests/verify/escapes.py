@@ -1,0 +1,106 @@
+"""Stores that reach the real disk past the interception (issue 21): with functions bound
+before the patch. Each saves its value durably into ``base_dir`` (intercepted, judged)
+and also makes one real change under ``$CRASHPOINT_ESCAPE_DIR`` through a captured
+function; ``tests/verify/test_escapes.py`` checks from outside that it never lands."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+from typing import Any
+
+__all__ = ["ClassAttrStore", "HeldDictStore", "IoOpenStore", "OpenerStore", "PartialStore"]
+
+# bound at import, before any patch (a module global bound to a real function is
+# patched by the interception itself; a dict's values, a partial and a class attribute
+# are not)
+_HELD = {"rename": os.rename, "mkdir": os.mkdir, "open": os.open, "io.open": io.open}
+_OPEN_FOR_WRITING = functools.partial(os.open, mode=0o644)
+_CLOSE = os.close
+
+
+def escape_dir() -> str:
+    return os.environ["CRASHPOINT_ESCAPE_DIR"]
+
+
+class _Durable:
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, "doc.json")
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def save(self, value: Any) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(self.base_dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.escape()
+
+    def escape(self) -> None:
+        raise NotImplementedError
+
+
+class HeldDictStore(_Durable):
+    """``os.rename`` held in a dict: renames a real file (``src`` → ``dst``)."""
+
+    def escape(self) -> None:
+        d = escape_dir()
+        if os.path.exists(os.path.join(d, "dst")):
+            return
+        _HELD["rename"](os.path.join(d, "src"), os.path.join(d, "dst"))
+
+
+class PartialStore(_Durable):
+    """``functools.partial(os.open, ...)``: creates a real file."""
+
+    def escape(self) -> None:
+        path = os.path.join(escape_dir(), "partial")
+        _CLOSE(_OPEN_FOR_WRITING(path, os.O_WRONLY | os.O_CREAT))
+
+
+class ClassAttrStore(_Durable):
+    """A class attribute ``_os = os``, as ``dbm.dumb`` keeps it: creates a real
+    directory and a real file."""
+
+    _os = os
+
+    def escape(self) -> None:
+        d = escape_dir()
+        # a library that tolerates a failed mkdir (exists, refused) goes on
+        with contextlib.suppress(OSError):
+            self._os.mkdir(os.path.join(d, "classattr-dir"))
+        fd = self._os.open(os.path.join(d, "classattr"), os.O_WRONLY | os.O_CREAT, 0o644)
+        self._os.close(fd)
+
+
+class OpenerStore(_Durable):
+    """``open(path, "w", opener=...)`` with the real ``os.open`` as opener."""
+
+    def escape(self) -> None:
+        path = os.path.join(escape_dir(), "opener")
+        with open(path, "w", opener=lambda p, flags: _HELD["open"](p, flags, 0o644)) as f:
+            f.write("escaped")
+
+
+class IoOpenStore(_Durable):
+    """``io.open`` held in a dict."""
+
+    def escape(self) -> None:
+        with _HELD["io.open"](os.path.join(escape_dir(), "io-open"), "w") as f:
+            f.write("escaped")
