@@ -25,6 +25,7 @@ from ..faultfs import MODELS, Fault, PersistenceModel, get_model
 from ._document import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
 from ._engine import Counterexample, EngineResult, explore_kind, invariant_info
 from ._usertarget import BadTarget, Runner, make_runner
+from ._workload import BASE_DIR
 
 __all__ = ["KINDS", "VerifyResult", "resolve_models", "verify"]
 
@@ -76,6 +77,7 @@ class VerifyResult:
     values: str = "json"
     conformance: list[dict[str, Any]] = field(default_factory=list)
     leftover_ids: set[str] = field(default_factory=set, repr=False)
+    canary: list[str] = field(default_factory=list)  # real-disk changes seen (faultfs/_canary)
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:
@@ -92,7 +94,8 @@ class VerifyResult:
 
     @property
     def unsupported(self) -> list[str]:
-        return list(dict.fromkeys(u for r in self.results for u in r.unsupported))
+        found = [u for r in self.results for u in r.unsupported]
+        return list(dict.fromkeys([*found, *self.canary]))
 
     @property
     def examined_nothing(self) -> bool:
@@ -193,10 +196,43 @@ def verify(
             (the N shards together judge every state once; pytest-xdist items).
 
     Returns:
-        a :class:`VerifyResult`. Raises BadTarget, TargetTimeout, KeyError.
+        a :class:`VerifyResult`; a change on the real disk during the run (the model's
+        base path, the working directory, ``$TMPDIR``: ``faultfs/_canary.py``) is listed
+        in its ``canary`` and makes the verdict incomplete. Raises BadTarget,
+        TargetTimeout, KeyError.
     """
     models = resolve_models(model)
     name = target or _name_of(factory)
+    from ..faultfs._canary import Canary
+
+    canary = Canary(BASE_DIR if kind == "state-storage" else DOC_BASE)  # issue 21 (5)
+    result = _verify(
+        factory, kind, models, faults, values, workloads, seed, examples, crash_point, fault,
+        timeout, name, shrink, reference_format, jobs, shard,
+    )  # fmt: skip
+    result.canary += [c for c in canary.changes() if c not in result.canary]
+    return result
+
+
+def _verify(
+    factory: Callable[..., Any],
+    kind: str,
+    models: list[PersistenceModel],
+    faults: bool,
+    values: str | None,
+    workloads: Iterable[str] | None,
+    seed: int,
+    examples: int,
+    crash_point: int | None,
+    fault: Fault | None,
+    timeout: float | None,
+    name: str,
+    shrink: bool,
+    reference_format: bool | None,
+    jobs: int,
+    shard: tuple[int, int] | None,
+) -> VerifyResult:
+    """:func:`verify` itself, its options resolved (the canary is the caller's)."""
     if kind == "state-storage":
         from ._conformance import verify_state_storage
 

@@ -6,13 +6,21 @@ function; ``tests/verify/test_escapes.py`` checks from outside that it never lan
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import io
 import json
 import os
 from typing import Any
 
-__all__ = ["ClassAttrStore", "HeldDictStore", "IoOpenStore", "OpenerStore", "PartialStore"]
+__all__ = [
+    "ClassAttrStore",
+    "CtypesStore",
+    "HeldDictStore",
+    "IoOpenStore",
+    "OpenerStore",
+    "PartialStore",
+]
 
 # bound at import, before any patch (a module global bound to a real function is
 # patched by the interception itself; a dict's values, a partial and a class attribute
@@ -104,3 +112,17 @@ class IoOpenStore(_Durable):
     def escape(self) -> None:
         with _HELD["io.open"](os.path.join(escape_dir(), "io-open"), "w") as f:
             f.write("escaped")
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)  # bound at import; C code raises no audit event
+
+
+class CtypesStore(_Durable):
+    """Creates the real file ``$CRASHPOINT_CANARY_PATH`` through libc's ``open`` (ctypes):
+    nothing Python can intercept or audit; only the canary sees it."""
+
+    def escape(self) -> None:
+        path = os.environ["CRASHPOINT_CANARY_PATH"].encode()
+        fd = _LIBC.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        if fd >= 0:
+            _LIBC.close(fd)
