@@ -191,3 +191,21 @@ def test_seed_takes_no_lock_and_makedirs_tolerates_a_concurrent_mkdir() -> None:
 
     with pytest.raises(FileExistsError):
         makedirs(FileRacing(dirs=("/data",)), "/data/new/deeper")
+
+
+def test_under_interception_the_os_backend_takes_the_models_lock() -> None:
+    from crashpoint.faultfs import intercept
+
+    def locking(fs: RecordingFileSystem) -> list[tuple[OpKind, str]]:
+        wanted = (OpKind.LOCK, OpKind.UNLOCK, OpKind.CREATE)
+        return [(e.kind, e.path) for e in fs.trace.events if e.kind in wanted]
+
+    direct = RecordingFileSystem(MemoryFileSystem(dirs=("/base",)))
+    FileStateStorage(direct, "/base/s").save(_state("a", 0))  # type: ignore[arg-type]
+    intercepted = RecordingFileSystem(MemoryFileSystem(dirs=("/base",)))
+    with intercept(intercepted, root="/base") as icpt:
+        FileStateStorage(OsFileSystem(), "/base/s").save(_state("a", 0))
+    assert locking(intercepted) == locking(direct)
+    assert (OpKind.LOCK, "/base/s/s1.json.lock") in locking(direct)
+    assert icpt.unsupported == [] and icpt.escapes == []
+    assert not os.path.exists("/base/s")

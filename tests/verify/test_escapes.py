@@ -46,3 +46,19 @@ def test_a_captured_function_reaches_no_real_file_and_the_verdict_names_it(
     expected = str(real / ("src" if store == "HeldDictStore" else CASES[store][0]))
     assert expected in named or str(real / CASES[store][0]) in named, rep["incomplete"]
     assert "real disk" in printed
+
+
+def test_a_store_whose_every_write_is_refused_is_incomplete_not_a_bad_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    monkeypatch.setenv("CRASHPOINT_ESCAPE_DIR", str(real))
+    out = tmp_path / "out"
+    code = main(["verify", f"{ESCAPES}:HeldOnlyStore", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert os.listdir(real) == []
+    assert code == 1, err  # not exit 2, "wrote nothing the harness can see"
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert rep["verdict"] == "incomplete"
+    assert f"real disk: open for writing {real / 'held-only.json'}" in rep["incomplete"]
