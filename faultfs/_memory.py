@@ -17,7 +17,7 @@ import os
 import posixpath
 
 from ._image import CrashState, Image, os_error
-from ._lock import Clock, SystemClock, check_timeout, wait_for
+from ._lock import Clock, VirtualClock, check_timeout, wait_for
 from ._power import durable_state
 from ._trace import Op, OpKind
 
@@ -100,9 +100,9 @@ class MemoryFileSystem:
         state: the crash state to boot from (a "reboot"); empty disk if None.
         dirs: directories to create before anything else (durable), e.g. ``["/data"]``.
 
-        clock: what lock timeouts are measured and waited on (a
-            :class:`~crashpoint.faultfs._lock.VirtualClock` makes waiting instant); the
-            real clock when None.
+        clock: what lock timeouts are measured and waited on; a fresh
+            :class:`~crashpoint.faultfs._lock.VirtualClock` when None (the model has no
+            real time: a wait advances the clock and returns, SPEC.md §6 and §10.1).
 
     Attributes:
         mutations: number of mutating calls that changed the image (a cheap way for a
@@ -126,7 +126,7 @@ class MemoryFileSystem:
         dirs: tuple[str, ...] = (),
         clock: Clock | None = None,
     ) -> None:
-        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.clock: Clock = clock if clock is not None else VirtualClock()
         self._locks: dict[str, int] = {}  # locked path -> the handle holding it
         self._handles = 0
         self._image = _boot_image(state, dirs)

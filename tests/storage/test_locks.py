@@ -209,3 +209,14 @@ def test_under_interception_the_os_backend_takes_the_models_lock() -> None:
     assert (OpKind.LOCK, "/base/s/s1.json.lock") in locking(direct)
     assert icpt.unsupported == [] and icpt.escapes == []
     assert not os.path.exists("/base/s")
+
+
+def test_the_model_waits_in_virtual_time_by_default() -> None:
+    fs = MemoryFileSystem(dirs=("/data",))
+    held = fs.lock("/data/x.lock", 0)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        fs.lock("/data/x.lock", 3600)  # an hour of model time, at once
+    assert time.monotonic() - start < 5
+    assert isinstance(fs.clock, VirtualClock) and fs.clock.slept == pytest.approx(3600)
+    fs.unlock("/data/x.lock", held)
