@@ -106,3 +106,21 @@ def test_the_models_own_operations_are_not_refused() -> None:
     assert guard.refused == []
     assert fs.read("/base/doc.json") == b"model"
     assert not os.path.exists("/base/doc.json")
+
+
+def test_pythons_own_bytecode_cache_is_refused_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    (tmp_path / "lazily_imported_by_a_target.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    importlib.invalidate_caches()
+    with contained() as guard:
+        module = importlib.import_module("lazily_imported_by_a_target")
+    monkeypatch.delitem(sys.modules, "lazily_imported_by_a_target")
+    assert module.VALUE == 1
+    assert guard.refused == []  # no finding of the target's
+    assert not (tmp_path / "__pycache__").exists()  # and nothing written
