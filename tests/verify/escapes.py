@@ -158,3 +158,21 @@ class HeldOnlyStore:
             return json.loads(self._OS["read"](fd, 1 << 20) or b"null")
         finally:
             self._OS["close"](fd)
+
+
+def escaping_reference(base_dir: str) -> Any:
+    """The reference storage (a state-storage target) whose save also makes a real
+    directory through a held ``os.mkdir``."""
+    from crashpoint.core import FileStateStorage
+    from crashpoint.faultfs import OsFileSystem
+
+    storage = FileStateStorage(OsFileSystem(), base_dir)
+    save = storage.save
+
+    def escaping_save(state: Any) -> None:
+        save(state)
+        with contextlib.suppress(FileExistsError):
+            _HELD["mkdir"](os.path.join(escape_dir(), "state-storage"))
+
+    storage.save = escaping_save  # type: ignore[method-assign]
+    return storage

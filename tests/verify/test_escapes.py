@@ -62,3 +62,30 @@ def test_a_store_whose_every_write_is_refused_is_incomplete_not_a_bad_target(
     rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert rep["verdict"] == "incomplete"
     assert f"real disk: open for writing {real / 'held-only.json'}" in rep["incomplete"]
+
+
+def test_a_state_storage_saving_past_the_patch_is_incomplete_naming_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    monkeypatch.setenv("CRASHPOINT_ESCAPE_DIR", str(real))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "verify",
+            f"{ESCAPES}:escaping_reference",
+            "--kind",
+            "state-storage",
+            "--workload",
+            "first-save",
+            "--out",
+            str(out),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert os.listdir(real) == []
+    assert code == 1, err  # not exit 2, "save() raised on a clean run"
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert rep["verdict"] == "incomplete"
+    assert rep["incomplete"] == [f"real disk: os.mkdir {real / 'state-storage'}"]
