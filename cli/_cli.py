@@ -433,7 +433,8 @@ def _prepare_out(path: str) -> str:
 def _write_reports(
     report: dict[str, object], out: str, details: dict[str, object] | None = None
 ) -> tuple[str, str, str]:
-    from .reports import write_json, write_markdown
+    from .reports._html import write_reports
+    from .reports._markdown import render_markdown
 
     paths = (
         os.path.join(out, "report.json"),
@@ -441,11 +442,7 @@ def _write_reports(
         os.path.join(out, "report.html"),
     )
     try:
-        write_json(report, paths[0])
-        write_markdown(report, paths[1])
-        from .reports._html import write_html  # jinja2: only when HTML is written
-
-        write_html(report, paths[2], details)
+        write_reports(paths, report, render_markdown(report), details)  # together (issue 21)
     except OSError as exc:
         raise UsageError(f"cannot write the reports to {out!r}: {exc.strerror or exc}") from None
     return paths

@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise
     report = ex.as_dict()
     if args.emit_test is not None:
-        from .reports._json import write_text
+        from .reports._publish import write_text
 
         try:
             write_text(emit_test(ex), args.emit_test)
@@ -179,15 +179,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             raise ExplainUsageError(f"cannot write --emit-test {args.emit_test!r}: {exc}") from None
         report["emitted_test"] = args.emit_test
     from .reports._explain_md import render_explain_markdown
-    from .reports._json import write_json, write_text
+    from .reports._html import write_reports
 
     paths = [os.path.join(out, n) for n in ("report.json", "report.md", "report.html")]
     try:
-        write_json(report, paths[0])
-        write_text(render_explain_markdown(report), paths[1])
-        from .reports._html import write_html
-
-        write_html(report, paths[2])
+        write_reports(paths, report, render_explain_markdown(report))  # together (issue 21)
     except OSError as exc:
         raise ExplainUsageError(f"cannot write the reports to {out!r}: {exc}") from None
     from .reports._explain_md import explain_summary

@@ -342,19 +342,18 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             "known": len(known),
             "new": new,
         }
-    from .reports import print_summary, write_json, write_markdown
+    from .reports import print_summary
+    from .reports._html import write_reports
+    from .reports._markdown import render_markdown
 
     paths = (
         os.path.join(out, "report.json"),
         os.path.join(out, "report.md"),
         os.path.join(out, "report.html"),
     )
-    try:
-        write_json(report, paths[0])
-        write_markdown(report, paths[1])
-        from .reports._html import write_html  # jinja2: only when HTML is written
-
-        write_html(report, paths[2], _html_details(report, factory, args, result.values))
+    try:  # all three together (issue 21)
+        details = _html_details(report, factory, args, result.values)
+        write_reports(paths, report, render_markdown(report), details)
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
 

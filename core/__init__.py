@@ -81,9 +81,9 @@ __all__ = [
 ]
 
 # --- storage (core/_storage.py) -------------------------------------------------------
-from ._storage import FileStateStorage, MemoryStateStorage, StateStorage
+from ._storage import DEFAULT_LOCK_TIMEOUT, FileStateStorage, MemoryStateStorage, StateStorage
 
-__all__ += ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
+__all__ += ["DEFAULT_LOCK_TIMEOUT", "FileStateStorage", "MemoryStateStorage", "StateStorage"]
 
 # --- runtime (core/_runtime.py, core/_fakes.py) ----------------------------------------
 from ._fakes import Reply, ScriptedModel, ScriptedTools, Step  # noqa: E402

@@ -7,6 +7,8 @@ File layout per session, with ``S = safe_session_file_name(id)`` in ``base_dir``
     S.json.tmp    a save in progress
     S.json.ended  the not-resumable marker (SPEC.md §6, mark_not_resumable)
     S.json.ended.tmp  a scoped marker being written (renamed over S.json.ended)
+    S.json.lock   the writers' lock (reference only: created if absent, never removed,
+                  content meaningless; SPEC.md §6, "Concurrent writers")
 
 Every error is a :class:`~crashpoint.core.StateError`; a simulated crash
 (``BaseException``) passes through untouched.
@@ -14,11 +16,13 @@ Every error is a :class:`~crashpoint.core.StateError`; a simulated crash
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..faultfs._lock import check_timeout
 from ..faultfs._protocol import FileSystem, makedirs, write_bytes
 from ._codec import decode_bytes, encode_bytes, peek_session_id
 from ._errors import ErrorCode, Retryability, StateError
@@ -26,7 +30,10 @@ from ._ids import redact, safe_session_file_name
 from ._pairing import state_is_paired
 from ._state import AgentState
 
-__all__ = ["FileStateStorage", "MemoryStateStorage", "StateStorage"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "FileStateStorage", "MemoryStateStorage", "StateStorage"]
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+"""How long a writer waits for another writer's lock, in seconds (SPEC.md §6)."""
 
 SyncMode = Literal["full", "none"]
 EndedMarker = Literal["scoped", "legacy"]
@@ -129,7 +136,7 @@ def _load_or_create(
 def _role(path: str) -> str:
     """``main``, ``bak``, ``tmp`` or ``ended``: a session file named without its id
     (error messages show ids only through :func:`redact`, SPEC §4)."""
-    for suffix, role in ((".bak", "bak"), (".tmp", "tmp"), (".ended", "ended")):
+    for suffix, role in ((".bak", "bak"), (".tmp", "tmp"), (".ended", "ended"), (".lock", "lock")):
         if path.endswith(suffix):
             return role
     return "main"
@@ -160,10 +167,17 @@ class FileStateStorage:
             but an unsupported version, read errors included; colliding session ids
             overwrite each other; save rotates whatever main holds. Parsing robustness
             (the depth limit, version spellings, huge numbers, long ids) applies to
-            both.
+            both. Only the reference (strict) locks (below).
+        lock_timeout: seconds a writer waits for the lock another writer holds
+            (SPEC.md §6, default :data:`DEFAULT_LOCK_TIMEOUT`, 10 s), measured on the
+            filesystem's clock. save, delete and mark_not_resumable hold an exclusive
+            ``fs.lock`` on ``S.json.lock`` around everything they read and write; when
+            the wait runs out they raise ``state_save_failed`` (conditional) with the
+            message "session locked by another writer". load and exists do not lock.
 
     Raises:
-        ValueError: ``base_dir`` is not an absolute path, or an option is unknown.
+        ValueError: ``base_dir`` is not an absolute path, an option is unknown, or
+            ``lock_timeout`` is not a finite number of seconds >= 0.
 
     Example::
 
@@ -180,6 +194,7 @@ class FileStateStorage:
         sync: SyncMode = "full",
         ended_marker: EndedMarker = "scoped",
         strict: bool = True,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         if not isinstance(base_dir, str) or not posixpath.isabs(base_dir):
             raise ValueError(
@@ -199,6 +214,7 @@ class FileStateStorage:
         self.sync = sync
         self.ended_marker = ended_marker
         self.strict = strict
+        self.lock_timeout = check_timeout(lock_timeout)
         self._base_synced = False
         self._dir_pending = False
 
@@ -211,7 +227,7 @@ class FileStateStorage:
     # --- paths -----------------------------------------------------------------
     def path(self, session_id: str, suffix: str = "") -> str:
         """The path of a session file: suffix ``""`` (main), ``".bak"``, ``".tmp"``,
-        ``".ended"``. Raises invalid_session_id."""
+        ``".ended"``, ``".lock"``. Raises invalid_session_id."""
         return posixpath.join(self.base_dir, safe_session_file_name(session_id) + ".json" + suffix)
 
     @property
@@ -253,22 +269,61 @@ class FileStateStorage:
         if self._full:
             self.fs.fsync_dir(self.base_dir)
 
+    @contextlib.contextmanager
+    def _locked(self, session_id: str, main: str, what: str) -> Iterator[None]:
+        """Hold the session's writers' lock, ``S.json.lock`` (SPEC.md §6), around the
+        block; the base directory must exist. The published algorithm (strict=False)
+        does not lock. Raises state_save_failed: "session locked by another writer"
+        when the lock stays held for ``lock_timeout`` seconds, or the OS's error."""
+        if not self.strict:
+            yield
+            return
+        path = main + ".lock"
+        try:
+            handle = self.fs.lock(path, self.lock_timeout)
+        except TimeoutError as exc:
+            raise StateError(
+                ErrorCode.STATE_SAVE_FAILED,
+                f"{what} of session {redact(session_id)} failed: session locked by another "
+                f"writer (waited {self.lock_timeout:g} s)",
+                retryability=Retryability.CONDITIONAL,
+                cause=exc,
+            ) from exc
+        except OSError as exc:
+            raise _save_failed(session_id, what, exc) from exc
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                self.fs.unlock(path, handle)
+
+    def _prepare_base(self, session_id: str, what: str) -> None:
+        """Create the base directory before locking in it (strict); OSError ->
+        state_save_failed."""
+        if self.strict:
+            try:
+                self._ensure_base()
+            except OSError as exc:
+                raise _save_failed(session_id, what, exc) from exc
+
     # --- save ------------------------------------------------------------------
     def save(self, state: AgentState) -> None:
         main = self.path(state.session_id)
         self._check_pairing(state)
         data = self.encode(state)
-        try:
-            self._check_owner(main, state.session_id)
-        except OSError as exc:
-            raise _save_failed(state.session_id, "save", exc) from exc
-        try:
-            self._begin()
-            self._commit(main, data)
-            self._done()
-        except OSError as exc:
-            self._discard(main + ".tmp")
-            raise _save_failed(state.session_id, "save", exc) from exc
+        self._prepare_base(state.session_id, "save")
+        with self._locked(state.session_id, main, "save"):
+            try:
+                self._check_owner(main, state.session_id)
+            except OSError as exc:
+                raise _save_failed(state.session_id, "save", exc) from exc
+            try:
+                self._begin()
+                self._commit(main, data)
+                self._done()
+            except OSError as exc:
+                self._discard(main + ".tmp")
+                raise _save_failed(state.session_id, "save", exc) from exc
 
     def _check_pairing(self, state: AgentState) -> None:
         """The persistence boundary is the pairing boundary (SPEC.md §3): save refuses
@@ -280,9 +335,23 @@ class FileStateStorage:
         """The bytes a save writes for ``state`` (the codec's persistence encoding)."""
         return encode_bytes(state)
 
+    def _write_temporary(self, tmp: str, data: bytes) -> None:
+        """Write a temporary file whole. The reference (strict) first unlinks a stale one
+        (a crashed save's, or anything planted there), then creates it ``O_CREAT|O_EXCL|
+        O_NOFOLLOW`` (SPEC.md §6): a symlink or a hard link planted at the name is never
+        followed or truncated; one planted again in between fails the call (EEXIST). The
+        published algorithm (strict=False) truncates whatever is there."""
+        fs = self.fs
+        if not self.strict:
+            write_bytes(fs, tmp, data)
+            return
+        if fs.exists(tmp):
+            fs.unlink(tmp)
+        write_bytes(fs, tmp, data, exclusive=True)
+
     def _commit(self, main: str, data: bytes) -> None:
         fs, tmp, bak = self.fs, main + ".tmp", main + ".bak"
-        write_bytes(fs, tmp, data)
+        self._write_temporary(tmp, data)
         self._sync_data(tmp)
         if fs.exists(main) and self._rotatable(main):
             if fs.exists(bak):
@@ -454,6 +523,11 @@ class FileStateStorage:
     # --- mark_not_resumable ----------------------------------------------------
     def mark_not_resumable(self, session_id: str) -> None:
         main = self.path(session_id)
+        self._prepare_base(session_id, "mark_not_resumable")
+        with self._locked(session_id, main, "mark_not_resumable"):
+            self._mark(main, session_id)
+
+    def _mark(self, main: str, session_id: str) -> None:
         try:
             self._check_owner(main, session_id)
             content = self._marker_content(main, session_id)
@@ -500,7 +574,7 @@ class FileStateStorage:
             return
         tmp = ended + ".tmp"
         try:
-            write_bytes(self.fs, tmp, content)
+            self._write_temporary(tmp, content)
             if self._full:
                 self.fs.fsync(tmp)
             self.fs.rename(tmp, ended)
@@ -513,13 +587,18 @@ class FileStateStorage:
     def delete(self, session_id: str) -> None:
         main = self.path(session_id)
         try:
-            if self.fs.exists(self.base_dir):
+            if not self.fs.exists(self.base_dir):
+                return  # nothing to delete; the base directory is not created for it
+        except OSError as exc:
+            raise _save_failed(session_id, "delete", exc) from exc
+        with self._locked(session_id, main, "delete"):
+            try:
                 self._check_owner(main, session_id)
                 self._begin(create=False)
                 self._delete_files(main)
                 self._done()
-        except OSError as exc:
-            raise _save_failed(session_id, "delete", exc) from exc
+            except OSError as exc:
+                raise _save_failed(session_id, "delete", exc) from exc
 
     def _delete_files(self, main: str) -> None:
         # bak before main, so a crash never brings back an older snapshot (D1);

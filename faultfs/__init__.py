@@ -9,6 +9,7 @@ a :class:`PersistenceModel`.
 from typing import TYPE_CHECKING, Any
 
 from ._image import CrashState, Image, os_error
+from ._lock import Clock, SystemClock, VirtualClock
 from ._memory import MemoryFileSystem
 from ._models import (
     FAMILIES,
@@ -64,6 +65,7 @@ __all__ = [
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
     "PROCESS_CRASH",
+    "Clock",
     "CrashPoint",
     "CrashState",
     "Description",
@@ -82,7 +84,9 @@ __all__ = [
     "PersistenceModel",
     "RecordingFileSystem",
     "SimulatedCrash",
+    "SystemClock",
     "Trace",
+    "VirtualClock",
     "crash_points",
     "durable_at",
     "effective",

@@ -17,6 +17,7 @@ import os
 import posixpath
 
 from ._image import CrashState, Image, os_error
+from ._lock import Clock, VirtualClock, check_timeout, wait_for
 from ._power import durable_state
 from ._trace import Op, OpKind
 
@@ -99,16 +100,35 @@ class MemoryFileSystem:
         state: the crash state to boot from (a "reboot"); empty disk if None.
         dirs: directories to create before anything else (durable), e.g. ``["/data"]``.
 
+        clock: what lock timeouts are measured and waited on; a fresh
+            :class:`~crashpoint.faultfs._lock.VirtualClock` when None (the model has no
+            real time: a wait advances the clock and returns, SPEC.md §6 and §10.1).
+
     Attributes:
         mutations: number of mutating calls that changed the image (a cheap way for a
             checker to see whether code wrote anything); barriers are not counted.
+        clock: the clock of lock timeouts.
 
     Paths must be absolute POSIX paths; a relative path raises ``OSError(EINVAL)``.
+
+    Locks (SPEC.md §6) live in a lock table of this model, apart from the image: a
+    lock changes no crash state (a reboot starts with no lock held, as a kernel does).
+    ``lock`` of an absent file creates it empty first (a logged ``create``), as
+    ``open(O_CREAT)`` does on a real disk.
     """
 
-    __slots__ = ("_boot", "_image", "_log", "_origin", "mutations")
+    __slots__ = ("_boot", "_handles", "_image", "_locks", "_log", "_origin", "clock", "mutations")
 
-    def __init__(self, state: CrashState | None = None, *, dirs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        state: CrashState | None = None,
+        *,
+        dirs: tuple[str, ...] = (),
+        clock: Clock | None = None,
+    ) -> None:
+        self.clock: Clock = clock if clock is not None else VirtualClock()
+        self._locks: dict[str, int] = {}  # locked path -> the handle holding it
+        self._handles = 0
         self._image = _boot_image(state, dirs)
         self.mutations = 0
         # The boot state is frozen on first use (most reboots never ask for it): from
@@ -167,8 +187,11 @@ class MemoryFileSystem:
     def mkdir(self, path: str) -> None:
         self.apply(Op(len(self._log), OpKind.MKDIR, _norm(path, self._image)))
 
-    def create(self, path: str) -> None:
-        self.apply(Op(len(self._log), OpKind.CREATE, _norm(path, self._image)))
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        path = _norm(path, self._image)
+        if exclusive and self._image.exists(path):
+            raise os_error(errno.EEXIST, path)
+        self.apply(Op(len(self._log), OpKind.CREATE, path))
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         if offset < 0:
@@ -226,3 +249,26 @@ class MemoryFileSystem:
 
     def size(self, path: str) -> int:
         return len(self._image.read(_norm(path, self._image)))
+
+    def lock(self, path: str, timeout: float) -> int:
+        """See :meth:`~crashpoint.faultfs.FileSystem.lock`: an exclusive lock in this
+        model's lock table; a second holder waits on :attr:`clock`, then raises
+        TimeoutError (ETIMEDOUT)."""
+        timeout = check_timeout(timeout)
+        path = _norm(path, self._image)
+        image = self._image
+        if image.is_dir(path):
+            raise os_error(errno.EISDIR, path)
+        if not image.is_file(path):
+            self.create(path)  # ENOENT/ENOTDIR for a missing parent, as open(O_CREAT)
+        locks = self._locks
+        wait_for(lambda: path not in locks, path, timeout, self.clock)
+        self._handles += 1
+        locks[path] = self._handles
+        return self._handles
+
+    def unlock(self, path: str, handle: int) -> None:
+        """Release ``handle``; a handle that does not hold ``path``'s lock changes nothing."""
+        path = _norm(path)
+        if self._locks.get(path) == handle:
+            del self._locks[path]

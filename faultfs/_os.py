@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import sys
+from typing import Any
 
 from ._image import os_error
+from ._lock import Clock, SystemClock, check_timeout, wait_for
 
 __all__ = ["OsFileSystem"]
 
@@ -15,17 +19,37 @@ class OsFileSystem:
 
     Directory fsync opens the directory ``O_RDONLY`` and fsyncs the descriptor
     (Linux; where the platform refuses it with EINVAL/EBADF/EACCES the call is a
-    no-op, as SQLite does). ``write`` loops over ``os.pwrite`` until every byte is
-    written or an error is raised, so a short count never reaches the caller
+    no-op, as SQLite does). ``write`` never writes through a symlink (ELOOP), and
+    ``create(path, exclusive=True)`` is ``O_CREAT|O_EXCL|O_NOFOLLOW``. ``write`` loops
+    over ``os.pwrite`` until every byte is written or an error is raised, so a short
+    count never reaches the caller
     (SPEC.md §6). Errors are the OS's own ``OSError`` subclasses.
+
+    ``lock`` is ``fcntl.flock(LOCK_EX)`` on the file opened ``O_RDWR|O_CREAT|
+    O_NOFOLLOW`` (created empty if absent, never truncated, a symlink refused with
+    ELOOP); a held lock is retried on ``clock`` (default: the real one) until the
+    timeout. A lock is held by its open file description: two handles of one process
+    exclude each other as two processes do, and a dead process's locks are released by
+    the kernel.
+
+    Args:
+        clock: what lock timeouts are measured and waited on; a
+            :class:`~crashpoint.faultfs._lock.SystemClock` when None.
     """
 
-    __slots__ = ()
+    __slots__ = ("clock",)
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else SystemClock()
 
     def mkdir(self, path: str) -> None:
         os.mkdir(path)
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        if exclusive:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            os.close(os.open(path, flags, 0o644))  # EEXIST for anything there, symlinks too
+            return
         with open(path, "wb"):
             pass
 
@@ -34,7 +58,7 @@ class OsFileSystem:
             raise os_error(errno.EINVAL, path)
         if os.path.isdir(path):
             raise os_error(errno.EISDIR, path)
-        fd = os.open(path, os.O_WRONLY)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)  # ELOOP: a symlink
         try:
             # pwrite(2) may store fewer bytes than asked with no error (a full disk, a
             # signal): go on from where it stopped until every byte is written or it
@@ -108,3 +132,43 @@ class OsFileSystem:
         if os.path.isdir(path):
             raise os_error(errno.EISDIR, path)
         return os.stat(path).st_size
+
+    def lock(self, path: str, timeout: float) -> int:
+        timeout = check_timeout(timeout)
+        model = _intercepting()
+        if model is not None:
+            # Run intercepted (``crashpoint verify`` of a storage on this backend): the
+            # model's lock, so the trace is the protocol backend's (a create of an absent
+            # lock file, then a lock event), not an unsupported ``fcntl.flock``.
+            return int(model.lock(path, timeout))
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o644)  # EISDIR, ELOOP, ENOENT from the OS
+
+        def take() -> bool:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return True
+
+        try:
+            wait_for(take, path, timeout, self.clock)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def unlock(self, path: str, handle: int) -> None:
+        model = _intercepting()
+        if model is not None:
+            model.unlock(path, handle)
+            return
+        os.close(handle)  # closing the last descriptor of the description releases it
+
+
+def _intercepting() -> Any:
+    """The model filesystem of the active interception (``faultfs._intercept``), or None:
+    one lookup in ``sys.modules`` when interception was never imported."""
+    module = sys.modules.get("crashpoint.faultfs._intercept")
+    active = getattr(module, "_ACTIVE", None)
+    return active[-1].fs if active else None

@@ -29,15 +29,19 @@ class FileSystem(Protocol):
     Mutating calls (recorded as operations in a trace): ``mkdir``, ``create``,
     ``write``, ``truncate``, ``rename``, ``unlink``. Barriers: ``fsync``,
     ``fsync_dir``. Reads (recorded as non-mutating events): ``read``,
-    ``exists``, ``listdir``, ``size``, ``is_dir``.
+    ``exists``, ``listdir``, ``size``, ``is_dir``. Locks (recorded as non-mutating
+    events, no effect on crash states): ``lock``, ``unlock``.
     """
 
     def mkdir(self, path: str) -> None:
         """Create one directory. Raises FileExistsError (EEXIST) if ``path`` exists,
         FileNotFoundError (ENOENT) if its parent does not."""
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
         """Create an empty file, or truncate an existing one to 0 bytes (``open(p, "w")``).
+        With ``exclusive``, only create (``O_CREAT|O_EXCL|O_NOFOLLOW``: a safe temporary,
+        SPEC.md §6): anything at ``path``, a symlink included, raises FileExistsError
+        (EEXIST) and is left untouched; recorded as the same ``create`` operation.
         Raises ENOENT if the parent is missing, EISDIR if ``path`` is a directory."""
 
     def write(self, path: str, offset: int, data: bytes) -> int:
@@ -78,31 +82,59 @@ class FileSystem(Protocol):
     def size(self, path: str) -> int:
         """The file's size in bytes. Raises ENOENT if absent."""
 
+    def lock(self, path: str, timeout: float) -> int:
+        """Take an advisory exclusive lock on the file ``path`` (``fcntl.flock``,
+        ``LOCK_EX``), creating it empty if absent (never truncated, never following a
+        symlink). While another holder has it, wait up to ``timeout`` seconds on the
+        filesystem's clock. Returns a handle for :meth:`unlock` (SPEC.md §6).
+
+        Raises TimeoutError (ETIMEDOUT) when still held after ``timeout``; ELOOP for a
+        symlink at ``path``; ENOENT if the parent is missing; EISDIR on a directory;
+        ValueError for a negative or non-finite ``timeout``."""
+
+    def unlock(self, path: str, handle: int) -> None:
+        """Release the lock ``handle`` (from :meth:`lock` on ``path``). The file stays."""
+
 
 def makedirs(fs: FileSystem, path: str) -> list[str]:
     """``mkdir -p``: create ``path`` and any missing parents; existing ones are kept.
 
     Returns the directories created, outermost first (a caller that needs them
-    durable fsyncs each one's parent directory)."""
+    durable fsyncs each one's parent directory). A directory that appears between the
+    look and the ``mkdir`` (EEXIST from a concurrent writer) is kept, not an error;
+    EEXIST for a file there is raised."""
     missing: list[str] = []
     current = posixpath.normpath(path)
     while current not in ("/", "") and not fs.exists(current):
         missing.append(current)
         current = posixpath.dirname(current)
     missing.reverse()
+    created: list[str] = []
     for directory in missing:
-        fs.mkdir(directory)
-    return missing
+        try:
+            fs.mkdir(directory)
+        except FileExistsError:
+            # another writer made it between our look and our mkdir (SPEC.md §6,
+            # concurrent writers): a directory there is what was asked for
+            if not fs.is_dir(directory):
+                raise
+            continue
+        created.append(directory)
+    return created
 
 
-def write_bytes(fs: FileSystem, path: str, data: bytes) -> None:
+def write_bytes(fs: FileSystem, path: str, data: bytes, *, exclusive: bool = False) -> None:
     """``create(path)`` then ``write(path, 0, data)`` (FAULT-MODEL.md §1).
 
     A write that returns fewer bytes than asked is continued at the offset it reached
     until every byte is written or an error is raised (SPEC.md §6), so a short count
     is never taken for a whole file. A count of 0 (or less) for bytes still to write
-    raises ``OSError(ENOSPC)`` rather than loop for ever."""
-    fs.create(path)
+    raises ``OSError(ENOSPC)`` rather than loop for ever. ``exclusive`` creates with
+    ``create(path, exclusive=True)`` (EEXIST if anything is there)."""
+    if exclusive:
+        fs.create(path, exclusive=True)
+    else:
+        fs.create(path)
     done = 0
     while done < len(data):
         n = fs.write(path, done, data[done:])

@@ -224,8 +224,11 @@ class RecordingFileSystem:
     def mkdir(self, path: str) -> None:
         self._mutate(OpKind.MKDIR, path, self.inner.mkdir, path)
 
-    def create(self, path: str) -> None:
-        self._mutate(OpKind.CREATE, path, self.inner.create, path)
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        if exclusive:
+            self._mutate(OpKind.CREATE, path, _create_new, self.inner, path)
+        else:
+            self._mutate(OpKind.CREATE, path, self.inner.create, path)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         data = bytes(data)
@@ -267,6 +270,34 @@ class RecordingFileSystem:
     def fsync_dir(self, path: str) -> None:
         self._mutate(OpKind.FSYNC_DIR, path, self.inner.fsync_dir, path)
 
+    # --- FileSystem: locks (non-mutating events) -------------------------------
+    def lock(self, path: str, timeout: float) -> int:
+        """Take the inner filesystem's lock; recorded as a ``lock`` event, which no
+        persistence model reads (SPEC.md §6). Creating an absent lock file is a
+        ``create`` operation (crash point, fault site) done by the lock call itself."""
+        if self.crashed is not None:
+            raise self.crashed
+        norm = _normpath(path)
+        try:
+            if self.inner.exists(norm):
+                handle = self.inner.lock(norm, timeout)
+            else:
+                handle = self._mutate(OpKind.CREATE, norm, self.inner.lock, norm, timeout)
+        except OSError as exc:
+            self.trace.events.append(Op(len(self.trace.ops), OpKind.LOCK, norm, errno=exc.errno))
+            raise
+        self.trace.events.append(Op(len(self.trace.ops), OpKind.LOCK, norm))
+        return handle
+
+    def unlock(self, path: str, handle: int) -> None:
+        """Release the inner lock (also after a crash, as the kernel does for a dead
+        process, then raise the crash again); recorded as an ``unlock`` event."""
+        norm = _normpath(path)
+        self.inner.unlock(norm, handle)
+        if self.crashed is not None:
+            raise self.crashed
+        self.trace.events.append(Op(len(self.trace.ops), OpKind.UNLOCK, norm))
+
     # --- FileSystem: reads -----------------------------------------------------
     def read(self, path: str) -> bytes:
         return self._read(OpKind.READ, self.inner.read, path)
@@ -282,6 +313,10 @@ class RecordingFileSystem:
 
     def size(self, path: str) -> int:
         return self._read(OpKind.STAT, self.inner.size, path)
+
+
+def _create_new(fs: FileSystem, path: str) -> None:
+    fs.create(path, exclusive=True)
 
 
 _SHARED_OPS: dict[tuple[object, ...], Op] = {}

@@ -44,6 +44,12 @@ class OpKind(str, enum.Enum):
     """Non-mutating: size or kind of a path."""
     MARK = "mark"
     """Non-mutating: a label the workload recorded, e.g. ``ack:save#2``."""
+    LOCK = "lock"
+    """Non-mutating: an advisory exclusive lock taken on a file (``flock``; SPEC.md §6).
+    Neither a mutation nor a barrier: it changes no crash state (creating an absent
+    lock file is recorded before it as a ``create``)."""
+    UNLOCK = "unlock"
+    """Non-mutating: a lock released."""
 
     @property
     def mutating(self) -> bool:

@@ -19,18 +19,25 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..scenarios.engine.explore import detail_key
-from ._json import write_text
+from ._publish import write_files, write_text
 
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["CASES_SHOWN", "compiled_template_source", "detail_key", "render_html", "write_html"]
+__all__ = [
+    "CASES_SHOWN",
+    "compiled_template_source",
+    "render_html",
+    "write_html",
+    "write_reports",
+]
 
 TEMPLATE = "report.html.j2"
 _TEMPLATE_PATH = os.path.join(os.path.dirname(__file__), "templates", TEMPLATE)
@@ -242,3 +249,17 @@ if __name__ == "__main__":  # python -m crashpoint.reports._html: regenerate the
     with open(target, "w", encoding="utf-8") as f:
         f.write(compiled_template_source())
     sys.stdout.write(f"wrote {target}\n")
+
+
+def write_reports(
+    paths: Sequence[str],
+    report: Mapping[str, Any],
+    markdown: str,
+    details: Mapping[str, Any] | None = None,
+) -> None:
+    """A run's ``report.json``, ``report.md`` and ``report.html`` (``paths``, in that
+    order) put in place together by :func:`write_files`: the JSON of ``report``
+    (indented, UTF-8), ``markdown`` as given, and the HTML page of ``report`` with
+    ``details``. Raises OSError (see :func:`write_files`)."""
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    write_files([(paths[0], text), (paths[1], markdown), (paths[2], render_html(report, details))])

@@ -41,6 +41,7 @@ from ..scenarios.engine.explore import (
     invariant_info,
     severity_rank,
 )
+from ._publish import write_text
 
 if TYPE_CHECKING:
     from ..scenarios.jobs.verdict import VerifyResult
@@ -54,7 +55,6 @@ __all__ = [
     "report_extra",
     "violation_dict",
     "write_json",
-    "write_text",
     "zoo_dict",
 ]
 
@@ -185,19 +185,6 @@ def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Write ``report`` as indented UTF-8 JSON to ``path`` (replaced atomically).
     Raises OSError if it cannot; no temporary file is left behind."""
     write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", path)
-
-
-def write_text(text: str, path: str | os.PathLike[str]) -> None:
-    """Replace ``path`` by ``text`` atomically (a temporary file renamed over it)."""
-    tmp = f"{os.fspath(path)}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        if os.path.isfile(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ._json import write_text
+from ._publish import write_text
 
 __all__ = ["render_markdown", "write_markdown"]
 

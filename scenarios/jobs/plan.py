@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...faultfs import Fault, PersistenceModel
+from ...faultfs._canary import Canary
 from ..engine.explore import Counterexample, EngineResult, explore_models
 from ..engine.faults import fault_plan
 from ..kinds.registry import KindEntry, get_kind
@@ -73,10 +74,15 @@ def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
     unknown = set(plan.options) - entry.options
     if unknown:
         raise ValueError(f"--kind {plan.kind} takes no option {', '.join(sorted(unknown))}")
+    # A change on the real disk during the run (the kind's base path, the working
+    # directory, $TMPDIR) makes the verdict incomplete (issue 21; faultfs/_canary.py).
+    canary = Canary(entry.base_dir)
     if entry.run is not None:
         result: VerifyResult = entry.run(plan, factory)
-        return result
-    return _run_generic(entry, plan, factory)
+    else:
+        result = _run_generic(entry, plan, factory)
+    result.canary += [c for c in canary.changes() if c not in result.canary]
+    return result
 
 
 def _run_generic(entry: KindEntry, plan: Plan, factory: Callable[..., Any]) -> VerifyResult:

@@ -37,6 +37,7 @@ class VerifyResult:
     values: str = "json"
     conformance: list[dict[str, Any]] = field(default_factory=list)
     leftover_ids: set[str] = field(default_factory=set, repr=False)
+    canary: list[str] = field(default_factory=list)  # real-disk changes seen (faultfs/_canary)
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:
@@ -53,7 +54,8 @@ class VerifyResult:
 
     @property
     def unsupported(self) -> list[str]:
-        return list(dict.fromkeys(u for r in self.results for u in r.unsupported))
+        found = [u for r in self.results for u in r.unsupported]
+        return list(dict.fromkeys([*found, *self.canary]))
 
     @property
     def examined_nothing(self) -> bool:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from ...faultfs import FileSystem, MemoryFileSystem
+from ...faultfs._audit import Containment, contained
 
 __all__ = [
     "BadTarget",
@@ -252,6 +253,7 @@ class Runner(abc.ABC):
         self.seed = seed
         self._stack: contextlib.ExitStack | None = None
         self._icpt: Any = None
+        self._containment = Containment()  # real-disk changes refused (faultfs/_audit.py)
 
     def __enter__(self) -> Runner:
         intercept = _intercept_function()
@@ -295,13 +297,19 @@ class Runner(abc.ABC):
         return list(getattr(self._icpt, "escapes", []) or [])
 
     def unsupported(self) -> list[str]:
-        """Calls the model cannot represent, so far."""
-        return list(getattr(self._icpt, "unsupported", []) or [])
+        """Calls the model cannot represent, so far, and real-disk changes refused."""
+        found = list(getattr(self._icpt, "unsupported", []) or [])
+        return found + self._containment.descriptions()
+
+    def _contained(self, fn: Callable[[], T]) -> T:
+        """``fn()`` with every real-disk change refused (issue 21, ``faultfs._audit``)."""
+        with contained(self._containment):
+            return fn()
 
     def call(self, label: str, fn: Callable[[], T]) -> T:
         """``fn()``, stopped with :class:`TargetTimeout` after ``timeout`` seconds."""
         if not self.timeout or threading.current_thread() is not threading.main_thread():
-            return fn()
+            return self._contained(fn)
         seconds = self.timeout
 
         def expire(signum: int, frame: types.FrameType | None) -> None:
@@ -310,7 +318,7 @@ class Runner(abc.ABC):
         previous = signal.signal(signal.SIGALRM, expire)
         signal.setitimer(signal.ITIMER_REAL, seconds)
         try:
-            return fn()
+            return self._contained(fn)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
@@ -324,7 +332,7 @@ class ProtocolRunner(Runner):
 
     def build(self, fs: FileSystem) -> Any:
         self._fresh(fs)
-        return self.factory(fs, self.base_dir)
+        return self._contained(lambda: self.factory(fs, self.base_dir))
 
 
 class InterceptRunner(Runner):
@@ -338,7 +346,7 @@ class InterceptRunner(Runner):
         if self._icpt is None:
             raise RuntimeError("InterceptRunner used outside its with-block")
         self._fresh(fs)
-        return self.factory(self.base_dir)
+        return self._contained(lambda: self.factory(self.base_dir))
 
 
 def make_runner(

@@ -104,8 +104,8 @@ class RootedFileSystem:
     def mkdir(self, path: str) -> None:
         self.os.mkdir(self._p(path))
 
-    def create(self, path: str) -> None:
-        self.os.create(self._p(path))
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        self.os.create(self._p(path), exclusive=exclusive)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         return self.os.write(self._p(path), offset, data)
@@ -139,6 +139,12 @@ class RootedFileSystem:
 
     def size(self, path: str) -> int:
         return self.os.size(self._p(path))
+
+    def lock(self, path: str, timeout: float) -> int:
+        return self.os.lock(self._p(path), timeout)
+
+    def unlock(self, path: str, handle: int) -> None:
+        self.os.unlock(self._p(path), handle)
 
 
 def read_tree(root: str, *, ignore: tuple[str, ...] = ("/lost+found",)) -> CrashState:
@@ -245,8 +251,8 @@ class KillingFileSystem:
     def mkdir(self, path: str) -> None:
         self._op("mkdir", lambda: self.inner.mkdir(path), path)
 
-    def create(self, path: str) -> None:
-        self._op("create", lambda: self.inner.create(path), path)
+    def create(self, path: str, *, exclusive: bool = False) -> None:
+        self._op("create", lambda: self.inner.create(path, exclusive=exclusive), path)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         return self._op(
@@ -282,6 +288,15 @@ class KillingFileSystem:
 
     def size(self, path: str) -> int:
         return self.inner.size(path)
+
+    def lock(self, path: str, timeout: float) -> int:
+        # creating an absent lock file is an operation of the trace (a kill site)
+        if self.inner.exists(path):
+            return self.inner.lock(path, timeout)
+        return self._op("create", lambda: self.inner.lock(path, timeout), path)
+
+    def unlock(self, path: str, handle: int) -> None:
+        self.inner.unlock(path, handle)
 
 
 class ReportingRecorder(RecordingFileSystem):

@@ -70,11 +70,13 @@ def _load_after_two_saves(factory: type[FileStateStorage] | None) -> str:
     make = factory or IGNORES.factory
     first = RecordingFileSystem(mem)
     make(first, "/data").save(one)
-    # the second save issues the same first operations: create tmp, write tmp, ...
-    tmp_write = next(op.index for op in first.trace.ops if op.kind is OpKind.WRITE)
+    # where the second save writes tmp (the first also created the lock file)
+    probe = RecordingFileSystem(MemoryFileSystem(mem.crash_state()))
+    make(probe, "/data").save(two)
+    tmp_write = next(op.index for op in probe.trace.ops if op.kind is OpKind.WRITE)
     faulted = RecordingFileSystem(mem, fault=Fault(tmp_write, errno.ENOSPC, SHORT))
     make(faulted, "/data").save(two)  # returns: no error reached the caller
-    assert len(faulted.trace.ops[tmp_write].data) < len(first.trace.ops[tmp_write].data)
+    assert len(faulted.trace.ops[tmp_write].data) < len(probe.trace.ops[tmp_write].data)
     reloaded = FileStateStorage(MemoryFileSystem(mem.crash_state()), "/data").load(one.session_id)
     return "two" if len(reloaded.messages) == 2 else "one"
 

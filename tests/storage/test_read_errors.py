@@ -39,9 +39,9 @@ class FailingReads(MemoryFileSystem):
             raise OSError(code, errno.errorcode.get(code, "error"), path)
         return super().read(path)
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
         self.writes.append(path)
-        super().create(path)
+        super().create(path, exclusive=exclusive)
 
     def rename(self, src: str, dst: str) -> None:
         self.writes.append(dst)
@@ -107,7 +107,8 @@ def test_mark_not_resumable_that_cannot_read_the_snapshot_fails_and_writes_nothi
         FileStateStorage(fs, BASE).mark_not_resumable("s1")
     assert exc.value.code == ErrorCode.STATE_SAVE_FAILED
     assert exc.value.retryability is Retryability.CONDITIONAL
-    assert fs.writes == []
+    # only the writers' lock file, created empty before anything is read (SPEC.md §6)
+    assert fs.writes == [MAIN + ".lock"]
 
 
 def test_the_seed_target_falls_back_to_bak_on_a_read_error_as_published() -> None:

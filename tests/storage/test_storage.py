@@ -272,6 +272,7 @@ def test_sync_full_fsyncs_tmp_before_rename_and_the_directory_after() -> None:
     assert kinds == [
         ("mkdir", "sessions"),
         ("fsync_dir", "data"),  # the new directory's entry in its parent
+        ("create", "s1.json.lock"),  # the writers' lock, created absent (SPEC.md §6)
         ("create", "s1.json.tmp"),
         ("write", "s1.json.tmp"),
         ("fsync", "s1.json.tmp"),
@@ -282,12 +283,22 @@ def test_sync_full_fsyncs_tmp_before_rename_and_the_directory_after() -> None:
 
 def test_sync_none_is_the_seed_sequence() -> None:
     rec = RecordingFileSystem(MemoryFileSystem(dirs=("/data",)))
-    file_storage(rec, sync="none").save(state())  # type: ignore[arg-type]
+    file_storage(rec, sync="none", strict=False).save(state())  # type: ignore[arg-type]
     assert [op.kind for op in rec.trace.ops] == [
         OpKind.MKDIR,
         OpKind.CREATE,
         OpKind.WRITE,
         OpKind.RENAME,
+    ]
+    # the reference with sync="none": the same, and the lock file created first (§6)
+    rec = RecordingFileSystem(MemoryFileSystem(dirs=("/data",)))
+    file_storage(rec, sync="none").save(state())  # type: ignore[arg-type]
+    assert [(op.kind, op.path.rsplit(".", 1)[-1]) for op in rec.trace.ops] == [
+        (OpKind.MKDIR, "/data/sessions"),
+        (OpKind.CREATE, "lock"),
+        (OpKind.CREATE, "tmp"),
+        (OpKind.WRITE, "tmp"),
+        (OpKind.RENAME, "tmp"),
     ]
 
 

@@ -719,9 +719,9 @@ class _TracingFS:
         self.tainted = True
         self._fs.mkdir(path)
 
-    def create(self, path: str) -> None:
+    def create(self, path: str, *, exclusive: bool = False) -> None:
         self.tainted = True
-        self._fs.create(path)
+        self._fs.create(path, exclusive=exclusive)
 
     def write(self, path: str, offset: int, data: bytes) -> int:
         self.tainted = True
@@ -746,6 +746,14 @@ class _TracingFS:
     def fsync_dir(self, path: str) -> None:
         self.tainted = True
         self._fs.fsync_dir(path)
+
+    def lock(self, path: str, timeout: float) -> int:
+        self.tainted = True
+        return self._fs.lock(path, timeout)
+
+    def unlock(self, path: str, handle: int) -> None:
+        self.tainted = True
+        self._fs.unlock(path, handle)
 
     def __getattr__(self, name: str) -> object:
         self.tainted = True  # anything beyond the protocol (the image, the log ...)
