@@ -23,8 +23,9 @@ import resource
 import sys
 import time
 
+from crashpoint.faultfs import parse_models
 from crashpoint.scenarios.jobs.exec import verify_exec, verify_exec_state_storage
-from crashpoint.scenarios.jobs.verify import resolve_models, verify
+from crashpoint.scenarios.jobs.verify import verify
 from crashpoint.scenarios.targets.user import load_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +50,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip-catalogue", action="store_true")
     args = parser.parse_args()
-    models = resolve_models("all")
+    models = parse_models("all")
     print(f"load average: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
 
     t0, c0 = time.perf_counter(), _cpu()

@@ -27,7 +27,8 @@ import time
 from typing import Any
 
 from crashpoint.faultfs import FileSystem
-from crashpoint.scenarios.jobs.verify import VerifyResult, verify
+from crashpoint.scenarios.jobs.verdict import VerifyResult
+from crashpoint.scenarios.jobs.verify import verify
 from crashpoint.scenarios.targets.user import load_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))

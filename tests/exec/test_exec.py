@@ -376,8 +376,7 @@ def test_node_seed_port_replays_one_fault_as_the_python_seed() -> None:
     import errno
 
     from crashpoint.faultfs import Fault
-    from crashpoint.scenarios.engine.faults import explore_faults_models
-    from crashpoint.scenarios.kinds.agent.kind import record
+    from crashpoint.scenarios.kinds.agent.kind import explore_faults_models, record
     from crashpoint.scenarios.kinds.agent.targets import get_target
     from crashpoint.scenarios.kinds.agent.workload import SCENARIOS
 
@@ -406,9 +405,8 @@ def test_node_seed_port_under_every_fault_gives_the_python_seeds_findings(worklo
     """--faults on the state-storage form: each error of EXEC_FAULT_ERRNOS at each
     mutating call, the node port against the Python seed under the same plan."""
     _need("node")
-    from crashpoint.scenarios.engine.faults import explore_faults_models
     from crashpoint.scenarios.jobs.exec import exec_fault_plan
-    from crashpoint.scenarios.kinds.agent.kind import record
+    from crashpoint.scenarios.kinds.agent.kind import explore_faults_models, record
     from crashpoint.scenarios.kinds.agent.targets import get_target
     from crashpoint.scenarios.kinds.agent.workload import SCENARIOS
 
