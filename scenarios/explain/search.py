@@ -852,15 +852,9 @@ def _bytes_for(f: EvidenceFile) -> bytes:
 # ---- documents ---------------------------------------------------------------------------
 
 
-class _DocSearch(_Search):
-    kind = "document"
-
-    def __init__(self, doc: Any) -> None:
-        self.doc = doc
-        self.base = doc.base
-
-    def parses(self, data: bytes) -> bool:
-        return json_parses(data)
+class _FileSearch(_Search):
+    """A kind whose files are named as they are (no session stem): the signature of a
+    state is each file under the base by its name; a run's marks come from its steps."""
 
     def evidence_signature(self, ev: Evidence, stem: str) -> dict[str, str]:
         return {f.name: f.klass(self.parses) for f in ev.files.values()}
@@ -871,6 +865,27 @@ class _DocSearch(_Search):
             for path, data in state.files
             if path.startswith(self.base + "/")
         }
+
+    @staticmethod
+    def _traced(run: Any) -> tuple[CrashState, list[Op], list[Op]]:
+        """``run``'s initial disk, operations and marks (a step's begin and ack)."""
+        marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps] + [
+            Op(s.end, OpKind.MARK, label=f"ack:{s.label}")
+            for s in run.steps
+            if s.end is not None and s.error is None
+        ]
+        return run.initial, run.ops, sorted(marks, key=lambda o: o.index)
+
+
+class _DocSearch(_FileSearch):
+    kind = "document"
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+        self.base = doc.base
+
+    def parses(self, data: bytes) -> bool:
+        return json_parses(data)
 
     def _state(self, ev: Evidence) -> CrashState:
         files = tuple(sorted((f"{self.base}/{f.name}", _bytes_for(f)) for f in ev.files.values()))
@@ -951,13 +966,7 @@ class _DocSearch(_Search):
         return chosen
 
     def runs(self, workload: Any) -> tuple[CrashState, list[Op], list[Op]]:
-        run = self.doc.record(workload, None)
-        marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps] + [
-            Op(s.end, OpKind.MARK, label=f"ack:{s.label}")
-            for s in run.steps
-            if s.end is not None and s.error is None
-        ]
-        return run.initial, run.ops, sorted(marks, key=lambda o: o.index)
+        return self._traced(self.doc.record(workload, None))
 
     def judge(
         self, workload: Any, model: PersistenceModel, k: int, state: CrashState
@@ -997,7 +1006,7 @@ class _Named:
         self.name: str = kind.workload_name(workload)
 
 
-class _KindSearch(_Search):
+class _KindSearch(_FileSearch):
     """A registered kind's side of the search (:mod:`~crashpoint.scenarios.kinds.registry`),
     through the engine's Kind protocol alone: its workloads, runs, observation and
     judging. Its load is judged by the search (a match), not on its own: what the
@@ -1012,16 +1021,6 @@ class _KindSearch(_Search):
 
     def parses(self, data: bytes) -> bool:
         return bool(self.entry.parses(data))
-
-    def evidence_signature(self, ev: Evidence, stem: str) -> dict[str, str]:
-        return {f.name: f.klass(self.parses) for f in ev.files.values()}
-
-    def signature(self, state: CrashState, session: str) -> dict[str, str]:
-        return {
-            path[len(self.base) + 1 :]: _byte_class(data, path, self.parses)
-            for path, data in state.files
-            if path.startswith(self.base + "/")
-        }
 
     def _first_run(self) -> Any:
         return self.k.record(self.k.workload(self.entry.workloads[0]), None)
@@ -1048,13 +1047,7 @@ class _KindSearch(_Search):
         return [(_Named(self.k, self.k.workload(n)), False) for n in names]
 
     def runs(self, workload: Any) -> tuple[CrashState, list[Op], list[Op]]:
-        run = self.k.record(workload.workload, None)
-        marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps] + [
-            Op(s.end, OpKind.MARK, label=f"ack:{s.label}")
-            for s in run.steps
-            if s.end is not None and s.error is None
-        ]
-        return run.initial, run.ops, sorted(marks, key=lambda o: o.index)
+        return self._traced(self.k.record(workload.workload, None))
 
     def judge(
         self, workload: Any, model: PersistenceModel, k: int, state: CrashState

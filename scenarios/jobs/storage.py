@@ -57,30 +57,24 @@ def verify_state_storage(
         command = f"crashpoint verify {target} --kind state-storage{flags} --workload"
         for w in chosen:
             for m in models:
+                runs: list[tuple[list[Fault] | None, bool]] = []
                 if fault is None:
-                    (r,) = explore_agent(
-                        w,
-                        models=[m],
-                        target=tgt,
-                        crash_point=crash_point,
-                        shard=shard,
-                        name=target,
-                        command=command,
-                    )
-                    result.results.append(r)
+                    runs.append((None, True))  # the crash-free run's crash points
                 if faults or fault is not None:
                     plan = [fault] if fault is not None else fault_plan(record(w, tgt).ops)
-                    (rf,) = explore_agent(
+                    runs.append((plan, False))  # the faulted re-runs
+                for plan_or_none, crashes in runs:
+                    result.results += explore_agent(
                         w,
                         models=[m],
                         target=tgt,
-                        faults=plan,
-                        crashes=False,
+                        faults=plan_or_none,
+                        crashes=crashes,
+                        crash_point=crash_point if crashes else None,
                         shard=shard,
                         name=target,
                         command=command,
                     )
-                    result.results.append(rf)
                 last = result.results[-1]
                 last.unsupported += [u for u in runner.unsupported() if u not in last.unsupported]
                 for path in runner.escapes():
