@@ -11,15 +11,20 @@ from typing import TYPE_CHECKING, Any
 from ._image import CrashState, Image, os_error
 from ._memory import MemoryFileSystem
 from ._models import (
+    FAMILIES,
     MODELS,
     POWER_LOSS,
     POWER_LOSS_REORDER,
     PROCESS_CRASH,
     CrashPoint,
+    Family,
     PersistenceModel,
     crash_points,
+    durable_at,
     effective,
+    get_family,
     get_model,
+    register_family,
 )
 from ._protocol import FileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
@@ -52,6 +57,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FAMILIES",
     "MODELS",
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
@@ -60,6 +66,7 @@ __all__ = [
     "CrashState",
     "Description",
     "DescriptorTable",
+    "Family",
     "Fault",
     "FaultKind",
     "FileSystem",
@@ -74,10 +81,13 @@ __all__ = [
     "SimulatedCrash",
     "Trace",
     "crash_points",
+    "durable_at",
     "effective",
+    "get_family",
     "get_model",
     "intercept",
     "makedirs",
     "os_error",
+    "register_family",
     "write_bytes",
 ]

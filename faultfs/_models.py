@@ -1,86 +1,94 @@
-"""Persistence models: which disk images a crash may leave (FAULT-MODEL.md §3).
+"""Persistence models and the registry of their families (FAULT-MODEL.md §3).
 
-A model is data, not a subclass: a name, whether un-fsynced file data may be lost
-or torn, whether un-synced directory operations may be reordered, a block size and
-an enumeration bound. :func:`crash_points` maps an operation trace to the crash
-states of each crash point ``k`` (the first ``k`` operations issued).
+A model is data, not a subclass: a name, the :class:`~._family.Family` whose rules
+derive its crash states, and the parameters of those rules (whether un-fsynced file
+data may be lost or torn, whether un-synced directory operations may be reordered,
+a block size and enumeration bounds). :func:`crash_points` maps an operation trace
+to the crash states of each crash point ``k`` (the first ``k`` operations issued),
+and :func:`durable_at` says which operations every crash state at ``k`` keeps; both
+ask the model's family, looked up by name in :data:`FAMILIES`.
 
-* ``process-crash`` (kill -9): every completed operation survives, in order; the
-  page cache outlives the process. One crash state per crash point, plus, when the
-  operation that did not run is a write spanning more than one page, the states
-  where only its first pages landed (see :func:`crash_points`).
-* ``power-loss`` (ext4 ``data=ordered`` with delayed allocation, LazyFS): metadata
-  and size changes persist as an in-order prefix reaching at least the last barrier;
-  file data not yet fsynced survives whole, not at all, or torn in whole blocks.
+* ``process-crash`` (kill -9, :mod:`._process`): every completed operation survives,
+  in order; the page cache outlives the process. One crash state per crash point,
+  plus, when the operation that did not run is a write spanning more than one page,
+  the states where only its first pages landed.
+* ``power-loss`` (ext4 ``data=ordered`` with delayed allocation, LazyFS;
+  :mod:`._power`): metadata and size changes persist as an in-order prefix reaching
+  at least the last barrier; file data not yet fsynced survives whole, not at all,
+  or torn in whole blocks.
 * ``power-loss-reorder`` (ALICE's default abstract persistence model, Pillai et al.,
   OSDI 2014): as ``power-loss``, and a metadata operation not yet made durable (a
   directory operation by an fsync of its parent directory, a truncation by an fsync
   of its file) may be lost while later ones persist.
-
-The power-loss family lives in :mod:`crashpoint.faultfs._power`.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Container, Iterator, Sequence
-from dataclasses import dataclass
 
-from ._image import CrashState, Image, new_crash_state
-from ._trace import Op, OpKind
+from ._family import (
+    REORDER_COMBINATIONS,
+    CrashPoint,
+    Family,
+    PersistenceModel,
+    effective,
+    new_crash_point,
+)
+from ._image import CrashState
+from ._power import POWER_FAMILY
+from ._process import PROCESS_FAMILY
+from ._trace import Op
 
 __all__ = [
+    "FAMILIES",
     "MODELS",
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
     "PROCESS_CRASH",
     "REORDER_COMBINATIONS",
     "CrashPoint",
+    "Family",
     "PersistenceModel",
     "crash_points",
+    "durable_at",
     "effective",
+    "get_family",
     "get_model",
+    "new_crash_point",
+    "register_family",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class PersistenceModel:
-    """What survives a crash.
+FAMILIES: dict[str, Family] = {f.name: f for f in (PROCESS_FAMILY, POWER_FAMILY)}
+"""The model families, by name: the one registry :func:`crash_points` and
+:func:`durable_at` dispatch through (issue 19)."""
 
-    Attributes:
-        name: the model's name as the CLI and reports spell it.
-        volatile_data: file data written since the file's last fsync may be lost
-            or torn (power loss); False means the page cache survives (process crash).
-        reorder: directory operations not yet made durable by an fsync of their
-            parent directory may be lost while later ones persist (ALICE).
-        block_size: torn writes persist whole blocks of this many bytes; a write
-            killed part-way (``process-crash``) lands in whole pages of this size.
-        max_states: at most this many crash states per crash point; more are cut
-            and the cut is counted (never silently).
-        reorder_bound: ``power-loss-reorder``: the largest number of pending
-            operations omitted together (``crashpoint explore --reorder-bound N``).
-            None: exhaustive while a crash point has at most
-            :data:`REORDER_COMBINATIONS` combinations, the largest bound that fits
-            that many beyond. Combinations a bound leaves out are counted in ``cut``.
-        max_partial_writes: ``process-crash``: at most this many partial-write
-            states per crash point (a write of more pages than this offers its first
-            page, its last page and a seeded sample; the rest is counted in ``cut``).
-        source: where the rules come from.
+
+def register_family(family: Family) -> Family:
+    """Add ``family`` to :data:`FAMILIES` under ``family.name`` and return it.
+
+    Raises:
+        ValueError: another family already has that name.
     """
+    known = FAMILIES.get(family.name)
+    if known is not None and known is not family:
+        raise ValueError(f"a model family named {family.name!r} is already registered")
+    FAMILIES[family.name] = family
+    return family
 
-    name: str
-    volatile_data: bool = False
-    reorder: bool = False
-    block_size: int = 4096
-    max_states: int = 256
-    reorder_bound: int | None = None
-    max_partial_writes: int = 64
-    source: str = ""
+
+def get_family(name: str) -> Family:
+    """The family called ``name``. Raises ``KeyError`` naming the known families."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise KeyError(f"unknown model family {name!r}; known: {', '.join(FAMILIES)}") from None
 
 
 PROCESS_CRASH = PersistenceModel(
     "process-crash",
     source="kill -9: completed operations survive in order (FAULT-MODEL.md §3)",
+    family=PROCESS_FAMILY.name,
 )
 
 POWER_LOSS = PersistenceModel(
@@ -90,6 +98,7 @@ POWER_LOSS = PersistenceModel(
         "ext4 data=ordered with delayed allocation; LazyFS (Ramos et al., VLDB 2024); "
         "ALICE torn appends (Pillai et al., OSDI 2014) (FAULT-MODEL.md §3)"
     ),
+    family=POWER_FAMILY.name,
 )
 
 POWER_LOSS_REORDER = PersistenceModel(
@@ -100,11 +109,8 @@ POWER_LOSS_REORDER = PersistenceModel(
         "ALICE default abstract persistence model (Pillai et al., OSDI 2014); "
         "POSIX minimum (FAULT-MODEL.md §3)"
     ),
+    family=POWER_FAMILY.name,
 )
-
-REORDER_COMBINATIONS = 2**16
-"""``power-loss-reorder`` enumerates every combination of omitted pending operations
-while there are at most this many (16 pending operations); beyond, a bound."""
 
 MODELS: dict[str, PersistenceModel] = {
     m.name: m for m in (PROCESS_CRASH, POWER_LOSS, POWER_LOSS_REORDER)
@@ -120,54 +126,6 @@ def get_model(name: str) -> PersistenceModel:
         raise KeyError(f"unknown persistence model {name!r}; known: {', '.join(MODELS)}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class CrashPoint:
-    """The crash states possible when the machine stops after ``index`` operations.
-
-    Attributes:
-        index: ``k``, the number of operations done (0 ≤ k ≤ n).
-        op: the operation that did not run (None when ``k == n``: the run completed).
-        states: distinct crash states possible at this point.
-        cut: how many combinations the model's bounds left out (0: the states are
-            exhaustive). An upper bound on the distinct crash states missed: each
-            left-out combination counts once for every data variant it may have.
-    """
-
-    index: int
-    op: Op | None
-    states: tuple[CrashState, ...]
-    cut: int = 0
-
-
-_CHANGES = frozenset(kind for kind in OpKind if kind.mutating and not kind.barrier)
-"""The kinds of operations that change an image (barriers do not)."""
-_WRITE = OpKind.WRITE  # a module constant: an enum member looked up on its class is a call
-
-
-_new = object.__new__
-_set_point = tuple(CrashPoint.__dict__[name].__set__ for name in ("index", "op", "states", "cut"))
-
-
-def new_crash_point(
-    index: int, op: Op | None, states: tuple[CrashState, ...], cut: int = 0
-) -> CrashPoint:
-    """``CrashPoint(index, op, states, cut)``, built without the frozen dataclass's
-    ``__init__`` (see :func:`~crashpoint.faultfs._image.new_crash_state`)."""
-    point = _new(CrashPoint)
-    set_index, set_op, set_states, set_cut = _set_point
-    set_index(point, index)
-    set_op(point, op)
-    set_states(point, states)
-    set_cut(point, cut)
-    return point
-
-
-def effective(op: Op) -> bool:
-    """Whether a recorded operation changed the disk (failed ones did not, except the
-    prefix a short write stored)."""
-    return op.errno is None or (op.kind is _WRITE and bool(op.data))
-
-
 def crash_points(
     model: PersistenceModel,
     initial: CrashState,
@@ -178,16 +136,18 @@ def crash_points(
     """Every crash point of a trace, ``k = 0 .. len(ops)``, with its crash states.
 
     Crash point ``k`` is the machine stopped after ``ops[:k]``; ``ops[k]`` (the
-    operation *k+1* of FAULT-MODEL.md §3, counting from one) did not complete.
-    Under ``process-crash`` its states are the prefix state, then, when ``ops[k]`` is
-    a write spanning more than one page (pages of ``model.block_size`` bytes,
-    aligned on file offsets), the states where only its first ``j`` pages landed,
-    ``j = 1 .. pages - 1``: the write cut at the ``j``-th page boundary after its
-    offset (FAULT-MODEL.md §2: the kernel checks for a fatal signal between
-    page-cache chunks; seen with real SIGKILLs at 16 KiB, 1 MiB and 2–8 MiB). With
-    more than ``model.max_partial_writes`` such states, the first, the last and a
-    sample seeded by ``(k, offset, length)`` are offered and the rest counted in
-    ``cut``. The partial states are built only when their crash point is reached.
+    operation *k+1* of FAULT-MODEL.md §3, counting from one) did not complete. The
+    states are the model's family's (:data:`FAMILIES`, ``model.family``): under
+    ``process-crash`` the prefix state, then, when ``ops[k]`` is a write spanning more
+    than one page (pages of ``model.block_size`` bytes, aligned on file offsets), the
+    states where only its first ``j`` pages landed, ``j = 1 .. pages - 1``: the write
+    cut at the ``j``-th page boundary after its offset (FAULT-MODEL.md §2: the kernel
+    checks for a fatal signal between page-cache chunks; seen with real SIGKILLs at
+    16 KiB, 1 MiB and 2–8 MiB). With more than ``model.max_partial_writes`` such
+    states, the first, the last and a sample seeded by ``(k, offset, length)`` are
+    offered and the rest counted in ``cut``. The partial states are built only when
+    their crash point is reached. Under the power-loss family, see
+    :func:`crashpoint.faultfs._power.power_crash_points`.
 
     Args:
         model: the persistence model.
@@ -197,65 +157,28 @@ def crash_points(
             built; the same states as the whole enumeration gives at those points).
 
     Raises:
-        ValueError: a bound of ``model`` is not positive, or (power-loss models) an
-            operation does not replay onto ``initial``.
+        KeyError: ``model.family`` is not a registered family.
+        ValueError: a bound of ``model`` is not positive, a parameter is one its
+            family does not implement, or (power-loss models) an operation does not
+            replay onto ``initial``.
     """
-    if model.volatile_data or model.reorder:
-        from ._power import power_crash_points  # the power-loss family
-
-        return power_crash_points(model, initial, ops, points=points)
-    return _process_crash_points(model, initial, ops, points)
+    return get_family(model.family).crash_points(model, initial, ops, points)
 
 
-def _process_crash_points(
-    model: PersistenceModel, initial: CrashState, ops: Sequence[Op], points: Container[int] | None
-) -> Iterator[CrashPoint]:
-    """:func:`crash_points` under ``process-crash`` (its errors raised when iterated)."""
-    if model.block_size < 1 or model.max_partial_writes < 2:
-        raise ValueError(f"model {model.name!r} needs block_size >= 1 and max_partial_writes >= 2")
-    image = Image.from_crash_state(initial)
-    state: CrashState | None = None  # image.crash_state(), built when first needed
-    n = len(ops)
-    for k in range(n + 1):
-        op = ops[k] if k < n else None
-        if points is None or k in points:
-            if state is None:
-                state = image.crash_state()
-            if op is not None and op.kind is _WRITE and effective(op):
-                partial, cut = _partial_writes(model, image, state, op, k)
-                yield new_crash_point(k, op, partial, cut)
-            else:
-                yield new_crash_point(k, op, (state,))
-        if op is not None and op.kind in _CHANGES and effective(op):
-            image.apply(op)
-            state = None
+def durable_at(model: PersistenceModel, ops: Sequence[Op], k: int) -> list[bool]:
+    """For each of ``ops[:k]`` (a trace's mutating operations, ``ops[i].index == i``),
+    whether it is durable at crash point ``k`` under ``model``: kept by every crash
+    state of that point, as the model's family rules it (FAULT-MODEL.md §3).
 
+    ``process-crash``: every completed operation. Power loss: a barrier that
+    succeeded; a write once a later fsync of its inode succeeded; other metadata once
+    a later barrier succeeded (``power-loss-reorder``: a directory operation once its
+    parent directories were fsynced after it, a truncation once its file was).
 
-def _partial_writes(
-    model: PersistenceModel, image: Image, state: CrashState, op: Op, k: int
-) -> tuple[tuple[CrashState, ...], int]:
-    """``state`` and the states where only the first pages of write ``op`` landed."""
-    page = model.block_size
-    offset = op.offset
-    end = offset + len(op.data)
-    first = (offset // page + 1) * page  # the first page boundary after the offset
-    if first >= end or op.path not in image.names:
-        return (state,), 0
-    lengths = [b - offset for b in range(first, end, page)]
-    cut = 0
-    limit = model.max_partial_writes
-    if len(lengths) > limit:
-        middle = random.Random(f"{k}:{offset}:{len(op.data)}").sample(lengths[1:-1], limit - 2)
-        cut = len(lengths) - limit
-        lengths = [lengths[0], *sorted(middle), lengths[-1]]
-    old = image.data[image.names[op.path]]
-    if offset > len(old):
-        old = old + bytes(offset - len(old))
-    files = state.files
-    at = next(i for i, (p, _) in enumerate(files) if p == op.path)
-    seen: dict[CrashState, None] = {state: None}
-    for m in lengths:
-        content = old[:offset] + op.data[:m] + old[offset + m :]
-        partial = (*files[:at], (op.path, content), *files[at + 1 :])
-        seen[new_crash_state(partial, state.dirs)] = None
-    return tuple(seen), cut
+    Returns:
+        ``min(k, len(ops))`` booleans, in trace order.
+
+    Raises:
+        KeyError: ``model.family`` is not a registered family.
+    """
+    return get_family(model.family).durable(model, ops, k)

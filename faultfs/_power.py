@@ -80,14 +80,23 @@ import bisect
 import itertools
 import math
 import operator
+import posixpath
 from collections.abc import Container, Iterator, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
+from ._family import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective, new_crash_point
 from ._image import CrashState, Image, new_crash_state, parent_dir
-from ._models import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective, new_crash_point
 from ._trace import Op, OpKind
 
-__all__ = ["durable_state", "power_crash_points", "reorder_bound", "reorder_cut"]
+__all__ = [
+    "POWER_FAMILY",
+    "PowerLossFamily",
+    "durable_state",
+    "power_crash_points",
+    "reorder_bound",
+    "reorder_cut",
+]
 
 # Operation kinds as module constants (an enum member looked up on its class costs a
 # descriptor call, and ``step`` runs once per operation).
@@ -897,4 +906,80 @@ def durable_state(initial: CrashState, ops: Sequence[Op]) -> CrashState:
     return explorer.pessimistic()
 
 
-_PESSIMIST = PersistenceModel("power-loss", volatile_data=True)
+_PESSIMIST = PersistenceModel("power-loss", volatile_data=True, family="power-loss")
+
+
+@dataclass(frozen=True, slots=True)
+class PowerLossFamily:
+    """The journaled power-loss family of ``power-loss`` and ``power-loss-reorder``
+    (this module's docstring states its rules; FAULT-MODEL.md §3). The model's
+    ``volatile_data`` (un-fsynced data may be lost or torn) and ``reorder`` (ALICE:
+    pending metadata may be lost while later operations persist) select its variant.
+
+    Attributes:
+        name: ``"power-loss"``.
+        source: where the rules come from.
+    """
+
+    name: str = "power-loss"
+    source: str = (
+        "ext4 data=ordered with delayed allocation; LazyFS (Ramos et al., VLDB 2024); "
+        "ALICE (Pillai et al., OSDI 2014) (FAULT-MODEL.md §3)"
+    )
+
+    def crash_points(
+        self,
+        model: PersistenceModel,
+        initial: CrashState,
+        ops: Sequence[Op],
+        points: Container[int] | None,
+    ) -> Iterator[CrashPoint]:
+        """:func:`power_crash_points`."""
+        return power_crash_points(model, initial, ops, points=points)
+
+    def durable(self, model: PersistenceModel, ops: Sequence[Op], k: int) -> list[bool]:
+        """For each of ``ops[:k]``, whether it is durable at crash point ``k``: a barrier
+        when it succeeded; a write once a later successful ``fsync`` of its inode
+        (followed across renames) ran; other metadata, in order (``reorder`` False),
+        once any later successful barrier ran; with ``reorder``, a directory
+        operation once an fsync of each parent directory ran after it, a truncation
+        once an fsync of its file ran. Without ``volatile_data`` and ``reorder``
+        every completed operation is durable."""
+        done = ops[:k]
+        if not model.volatile_data and not model.reorder:
+            return [True] * len(done)
+        out: list[bool] = []
+        for i, op in enumerate(done):
+            later = done[i + 1 :]
+            if op.kind.barrier:
+                out.append(op.errno is None)
+                continue
+            if op.kind is _OP_WRITE:
+                path = op.path
+                durable = False
+                for nxt in later:
+                    if nxt.kind is _OP_FSYNC and nxt.path == path and nxt.errno is None:
+                        durable = True
+                        break
+                    if nxt.kind is _OP_RENAME and nxt.path == path and nxt.dst:
+                        path = nxt.dst  # data belongs to the inode and moves with it
+                out.append(durable)
+                continue
+            if model.reorder:
+                parents = {posixpath.dirname(op.path)}
+                if op.dst:
+                    parents.add(posixpath.dirname(op.dst))
+                if op.kind is _OP_TRUNCATE:
+                    durable = any(n.kind is _OP_FSYNC and n.path == op.path for n in later)
+                else:
+                    durable = all(
+                        any(n.kind is _OP_FSYNC_DIR and n.path == p for n in later) for p in parents
+                    )
+                out.append(durable)
+            else:
+                out.append(any(n.kind.barrier and n.errno is None for n in later))
+        return out
+
+
+POWER_FAMILY = PowerLossFamily()
+"""The one journaled power-loss family (``power-loss``, ``power-loss-reorder``)."""

@@ -1,0 +1,150 @@
+"""What a persistence model is, and what a model family must provide (FAULT-MODEL.md §3).
+
+The bottom of the models' stack: :mod:`._process` and :mod:`._power` implement
+families on these types, :mod:`._models` registers them and dispatches through
+them; nothing here imports a family, so no family imports the registry.
+
+* :class:`PersistenceModel`: a named, frozen set of parameters (block size, bounds,
+  the data and reorder rules of its family) naming its :class:`Family`.
+* :class:`Family`: the rules of one kind of crash (process crash, power loss on a
+  given file system) as a registered value: for a trace, the crash points and their
+  states, and which operations are durable at crash point ``k``.
+* :class:`CrashPoint`: the crash states at one point of a trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._image import CrashState
+from ._trace import Op, OpKind
+
+__all__ = [
+    "REORDER_COMBINATIONS",
+    "CrashPoint",
+    "Family",
+    "PersistenceModel",
+    "effective",
+    "new_crash_point",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PersistenceModel:
+    """What survives a crash.
+
+    Attributes:
+        name: the model's name as the CLI and reports spell it.
+        volatile_data: file data written since the file's last fsync may be lost
+            or torn (power loss); False means the page cache survives (process crash).
+        reorder: directory operations not yet made durable by an fsync of their
+            parent directory may be lost while later ones persist (ALICE).
+        block_size: torn writes persist whole blocks of this many bytes; a write
+            killed part-way (``process-crash``) lands in whole pages of this size.
+        max_states: at most this many crash states per crash point; more are cut
+            and the cut is counted (never silently).
+        reorder_bound: ``power-loss-reorder``: the largest number of pending
+            operations omitted together (``crashpoint explore --reorder-bound N``).
+            None: exhaustive while a crash point has at most
+            :data:`REORDER_COMBINATIONS` combinations, the largest bound that fits
+            that many beyond. Combinations a bound leaves out are counted in ``cut``.
+        max_partial_writes: ``process-crash``: at most this many partial-write
+            states per crash point (a write of more pages than this offers its first
+            page, its last page and a seeded sample; the rest is counted in ``cut``).
+        source: where the rules come from.
+        family: the name of the :class:`Family` whose rules derive this model's
+            crash states (a key of :data:`crashpoint.faultfs.FAMILIES`); a family
+            refuses, with ``ValueError``, parameters it does not implement.
+    """
+
+    name: str
+    volatile_data: bool = False
+    reorder: bool = False
+    block_size: int = 4096
+    max_states: int = 256
+    reorder_bound: int | None = None
+    max_partial_writes: int = 64
+    source: str = ""
+    family: str = "process-crash"
+
+
+REORDER_COMBINATIONS = 2**16
+"""``power-loss-reorder`` enumerates every combination of omitted pending operations
+while there are at most this many (16 pending operations); beyond, a bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrashPoint:
+    """The crash states possible when the machine stops after ``index`` operations.
+
+    Attributes:
+        index: ``k``, the number of operations done (0 ≤ k ≤ n).
+        op: the operation that did not run (None when ``k == n``: the run completed).
+        states: distinct crash states possible at this point.
+        cut: how many combinations the model's bounds left out (0: the states are
+            exhaustive). An upper bound on the distinct crash states missed: each
+            left-out combination counts once for every data variant it may have.
+    """
+
+    index: int
+    op: Op | None
+    states: tuple[CrashState, ...]
+    cut: int = 0
+
+
+class Family(Protocol):
+    """The rules of one kind of crash, as a registered value (issue 19).
+
+    A family is looked up by name (:attr:`PersistenceModel.family`) in
+    :data:`crashpoint.faultfs.FAMILIES`; :func:`crashpoint.faultfs.crash_points` and
+    :func:`crashpoint.faultfs.durable_at` ask it, and nothing else knows its rules.
+    """
+
+    @property
+    def name(self) -> str:
+        """The family's name, as :attr:`PersistenceModel.family` spells it."""
+        ...
+
+    def crash_points(
+        self,
+        model: PersistenceModel,
+        initial: CrashState,
+        ops: Sequence[Op],
+        points: Container[int] | None,
+    ) -> Iterator[CrashPoint]:
+        """Every crash point ``k = 0 .. len(ops)`` with its distinct crash states (see
+        :func:`crashpoint.faultfs.crash_points`). Raises ``ValueError`` (when called
+        or when iterated) for parameters of ``model`` the family does not accept."""
+        ...
+
+    def durable(self, model: PersistenceModel, ops: Sequence[Op], k: int) -> list[bool]:
+        """For each of ``ops[:k]``, whether it is durable at crash point ``k`` (in every
+        crash state of that point). See :func:`crashpoint.faultfs.durable_at`."""
+        ...
+
+
+_WRITE = OpKind.WRITE  # a module constant: an enum member looked up on its class is a call
+_new = object.__new__
+_set_point = tuple(CrashPoint.__dict__[name].__set__ for name in ("index", "op", "states", "cut"))
+
+
+def new_crash_point(
+    index: int, op: Op | None, states: tuple[CrashState, ...], cut: int = 0
+) -> CrashPoint:
+    """``CrashPoint(index, op, states, cut)``, built without the frozen dataclass's
+    ``__init__`` (see :func:`~crashpoint.faultfs._image.new_crash_state`)."""
+    point = _new(CrashPoint)
+    set_index, set_op, set_states, set_cut = _set_point
+    set_index(point, index)
+    set_op(point, op)
+    set_states(point, states)
+    set_cut(point, cut)
+    return point
+
+
+def effective(op: Op) -> bool:
+    """Whether a recorded operation changed the disk (failed ones did not, except the
+    prefix a short write stored)."""
+    return op.errno is None or (op.kind is _WRITE and bool(op.data))
