@@ -12,6 +12,7 @@ from ._image import CrashState, Image, os_error
 from ._memory import MemoryFileSystem
 from ._models import (
     FAMILIES,
+    FS_MODELS,
     MODELS,
     POWER_LOSS,
     POWER_LOSS_REORDER,
@@ -58,6 +59,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FAMILIES",
+    "FS_MODELS",
     "MODELS",
     "POWER_LOSS",
     "POWER_LOSS_REORDER",

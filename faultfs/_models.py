@@ -34,6 +34,7 @@ from ._family import (
     effective,
     new_crash_point,
 )
+from ._fsfamily import FS_FAMILIES
 from ._image import CrashState
 from ._power import POWER_FAMILY
 from ._process import PROCESS_FAMILY
@@ -41,6 +42,7 @@ from ._trace import Op
 
 __all__ = [
     "FAMILIES",
+    "FS_MODELS",
     "MODELS",
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
@@ -59,7 +61,8 @@ __all__ = [
 ]
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (PROCESS_FAMILY, POWER_FAMILY)}
+_BUILT_IN: tuple[Family, ...] = (PROCESS_FAMILY, POWER_FAMILY, *FS_FAMILIES)
+FAMILIES: dict[str, Family] = {f.name: f for f in _BUILT_IN}
 """The model families, by name: the one registry :func:`crash_points` and
 :func:`durable_at` dispatch through (issue 19)."""
 
@@ -115,15 +118,27 @@ POWER_LOSS_REORDER = PersistenceModel(
 MODELS: dict[str, PersistenceModel] = {
     m.name: m for m in (PROCESS_CRASH, POWER_LOSS, POWER_LOSS_REORDER)
 }
-"""The named models, by name."""
+"""The named models of ``--model all``, by name."""
+
+FS_MODELS: dict[str, PersistenceModel] = {
+    f.name: PersistenceModel(
+        f.name, volatile_data=True, reorder=not f.journal, source=f.source, family=f.name
+    )
+    for f in FS_FAMILIES
+}
+"""The models of the file-system families (``ext4``, ``xfs``, ``btrfs``, ``posix``;
+issue 20), by name: looked up by :func:`get_model`, not yet part of ``--model all``
+(docs/decisions.md)."""
 
 
 def get_model(name: str) -> PersistenceModel:
-    """The model called ``name``. Raises ``KeyError`` naming the known models."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown persistence model {name!r}; known: {', '.join(MODELS)}") from None
+    """The model called ``name`` (:data:`MODELS`, then :data:`FS_MODELS`). Raises
+    ``KeyError`` naming the known models."""
+    found = MODELS.get(name) or FS_MODELS.get(name)
+    if found is None:
+        known = ", ".join((*MODELS, *FS_MODELS))
+        raise KeyError(f"unknown persistence model {name!r}; known: {known}")
+    return found
 
 
 def crash_points(
