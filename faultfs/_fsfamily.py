@@ -355,7 +355,8 @@ class _Replay:
                 return
             node = self.data[inode]
             before = len(node.whole)
-            node.whole = vol.data[inode]
+            # applied to what the disk may hold (data an fsync-lost dropped stays lost)
+            node.whole = _write(node.whole, op.offset, op.data)
             node.pending.append((None, op.offset, op.data))
             bs = self.model.block_size
             node.dirty.update(range(op.offset // bs, (op.offset + len(op.data) - 1) // bs + 1))
@@ -451,23 +452,25 @@ class _Replay:
         for d in deps:
             closed |= self.meta[d].deps
         rec.deps = frozenset(closed)
+        moved: list[str] = []
         if rec.kind == _K_MOVE:
             prefix = path + "/"
-            cut = len(path)
-            for p in [p for p in (*vol.dirs, *vol.names) if p == path or p.startswith(prefix)]:
-                self.creator[dst + p[cut:]] = self.creator.pop(p, frozenset()) | {position}
+            moved = [p for p in (*vol.dirs, *vol.names) if p == path or p.startswith(prefix)]
         if not self._apply(op, strict):
             return
+        for p in moved:  # what the directory held lives under dst if the move persisted
+            self.creator[dst + p[len(path) :]] = self.creator.pop(p, frozenset()) | {position}
         if rec.kind == _K_NEW:
             self.data[rec.inode] = _Data(b"")
             self.data[rec.inode].state = 2
         elif rec.kind == _K_TRUNC:
             node = self.data[rec.inode]
             node.pending.append((position, rec.size, b""))
-            node.whole = vol.data[rec.inode]
+            node.whole = _resize(node.whole, rec.size)
             node.state = 2
-        if rec.kind in (_K_RENAME, _K_LINK):
-            self.creator.pop(path, None) if rec.kind == _K_RENAME else None
+        if rec.kind == _K_RENAME or rec.kind == _K_LINK:
+            if rec.kind == _K_RENAME:
+                self.creator.pop(path, None)
             self.creator[dst] = frozenset({position})
         elif rec.kind in (_K_UNLINK, _K_RMDIR):
             self.creator.pop(path, None)
@@ -633,6 +636,14 @@ class _Replay:
             contents.remove(none)
             contents.insert(1, none)
         return list(dict.fromkeys(contents)), left
+
+
+def _write(content: bytes, offset: int, data: bytes) -> bytes:
+    if not data:
+        return content
+    if offset > len(content):
+        content += bytes(offset - len(content))
+    return content[:offset] + data + content[offset + len(data) :]
 
 
 def _resize(content: bytes, size: int) -> bytes:

@@ -12,6 +12,8 @@ from crashpoint.faultfs import (
     FAMILIES,
     FS_MODELS,
     CrashState,
+    Fault,
+    FaultKind,
     FileSystem,
     MemoryFileSystem,
     Op,
@@ -268,3 +270,20 @@ def test_every_family_state_is_a_posix_state(script: list[tuple[object, ...]]) -
             assert f.cut == 0
             assert set(f.states) <= set(p.states), f"{name}, crash point {k}"
             assert f.states[0] == p.states[0]  # nothing lost comes first
+
+
+def test_data_an_fsync_lost_is_gone_for_good_under_every_family() -> None:
+    """fsyncgate (FAULT-MODEL §2): the failed fsync dropped the dirty pages; a later
+    write of other bytes does not bring them back."""
+    mem = MemoryFileSystem(dirs=(BASE,))
+    write_bytes(mem, "/base/f", b"old!")
+    initial = mem.crash_state()
+    fs = RecordingFileSystem(MemoryFileSystem(initial), fault=Fault(1, kind=FaultKind.FSYNC_LOST))
+    fs.write("/base/f", 0, b"NEW!")
+    with contextlib.suppress(OSError):
+        fs.fsync("/base/f")
+    fs.write("/base/f", 4, b"tail")
+    fs.fsync("/base/f")
+    for name in ALL:
+        point = list(crash_points(get_model(name), initial, fs.trace.ops))[-1]
+        assert {s.file("/base/f") for s in point.states} == {b"old!tail"}, name
