@@ -555,8 +555,21 @@ class _Replay:
         return out or set()
 
     # --- crash states -------------------------------------------------------------------
+    def data_bound(self) -> int:
+        """At most how many contents the inodes' data can combine into under one metadata
+        choice (each inode with ``d`` dirty blocks: ``2**d`` subsets at two sizes and
+        ``d + 1`` prefixes at their own size)."""
+        bound = 1
+        for node in self.data.values():
+            if node.pending:
+                d = len(node.dirty)
+                bound *= 2 ** (d + 1) + d + 1
+        return bound
+
     def choices(self) -> tuple[list[frozenset[int]], int]:
-        """The distinct persisted metadata sets, and how many sets a bound left out."""
+        """The distinct persisted metadata sets, and how many sets a bound left out
+        (``posix``'s omissions over its bound, the worlds dropped over
+        :data:`_MAX_WORLDS`: each a prefix per metadata position)."""
         n = len(self.meta)
         seen: dict[frozenset[int], None] = {}
         cut = 0
@@ -578,7 +591,7 @@ class _Replay:
                 if bound < p:
                     cut += sum(math.comb(p, i) for i in range(bound + 1, p + 1))
         if self.worlds_cut:
-            cut += self.worlds_cut * (n + 1)
+            cut += self.worlds_cut * (n + 1) * (1 << n if not self.family.journal else 1)
         return list(seen), cut
 
     def replay_names(self, kept: frozenset[int]) -> tuple[dict[str, int], set[str]]:
@@ -714,7 +727,9 @@ class _Frame:
 
 
 def _states(replay: _Replay) -> tuple[tuple[CrashState, ...], int]:
-    choices, cut = replay.choices()
+    choices, left = replay.choices()
+    # every metadata choice a bound left out, with every data combination it may have
+    cut = left * replay.data_bound() if left else 0
     frames = [_Frame(replay, kept) for kept in choices]
     # contents the writeback bound left out, each combined with the frame's others
     for frame in frames:

@@ -287,3 +287,29 @@ def test_data_an_fsync_lost_is_gone_for_good_under_every_family() -> None:
     for name in ALL:
         point = list(crash_points(get_model(name), initial, fs.trace.ops))[-1]
         assert {s.file("/base/f") for s in point.states} == {b"old!tail"}, name
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(calls, max_size=10), st.integers(0, 2), st.integers(0, 2))
+def test_a_bounded_enumeration_counts_at_least_the_states_it_misses(
+    script: list[tuple[object, ...]], reorder: int, writeback: int
+) -> None:
+    def run(fs: FileSystem) -> None:
+        for name, *args in script:
+            with contextlib.suppress(OSError):
+                getattr(fs, str(name))(*args)
+
+    initial, ops = record(run, setup=lambda fs: write_bytes(fs, "/base/a", b"0123456789"))
+    for name in ALL:
+        full = list(crash_points(small(name), initial, ops))
+        for bounded_model in (
+            dataclasses.replace(small(name), reorder_bound=reorder, writeback_bound=writeback),
+            dataclasses.replace(small(name), max_states=3),
+        ):
+            for f, b in zip(full, crash_points(bounded_model, initial, ops), strict=True):
+                assert f.cut == 0
+                assert set(b.states) <= set(f.states)
+                assert len(b.states) <= bounded_model.max_states
+                missed = len(set(f.states) - set(b.states))
+                assert missed <= b.cut, (name, f.index)
+                assert (b.cut == 0) <= (missed == 0)
