@@ -208,19 +208,20 @@ def hypothesis_scratch(out: str) -> Iterator[None]:
 def parse_models(spec: str) -> list[PersistenceModel]:
     """``"all"`` or comma-separated model names (any case, spaces ignored, repeats
     counted once), in the order given. Raises ValueError naming the known models."""
-    from .faultfs import MODELS
+    from .faultfs import FS_MODELS, MODELS
 
-    known = f"known: {', '.join(MODELS)}, all (or a comma-separated list)"
+    named = {**MODELS, **FS_MODELS}  # the file-system families: by name, not in "all"
+    known = f"known: {', '.join(named)}, all (or a comma-separated list)"
     names = [part.strip().lower() for part in spec.split(",")]
     if names == ["all"]:
         return list(MODELS.values())
     if any(not n for n in names):
         raise ValueError(f"empty model name in {spec!r}; {known}")
     for name in names:
-        if name not in MODELS:
+        if name not in named:
             hint = "; 'all' stands alone" if name == "all" else ""
             raise ValueError(f"unknown persistence model {name!r}{hint}; {known}")
-    return [MODELS[n] for n in dict.fromkeys(names)]
+    return [named[n] for n in dict.fromkeys(names)]
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -127,8 +127,8 @@ FS_MODELS: dict[str, PersistenceModel] = {
     for f in FS_FAMILIES
 }
 """The models of the file-system families (``ext4``, ``xfs``, ``btrfs``, ``posix``;
-issue 20), by name: looked up by :func:`get_model`, not yet part of ``--model all``
-(docs/decisions.md)."""
+issue 20), by name: looked up by :func:`get_model` (and ``--model ext4``), not part of
+``--model all`` (docs/decisions.md)."""
 
 
 def get_model(name: str) -> PersistenceModel:

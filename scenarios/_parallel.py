@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core._codec import decode_memo
-from ..faultfs import MODELS
+from ..faultfs import get_model
 from ._explore import ExplorationResult, explore, record
 from ._faults import explore_faults_models, fault_plan, fault_spec, parse_fault
 from ._targets import get_target
@@ -130,7 +130,7 @@ def run_task(task: Task) -> list[ExplorationResult]:
     """Run one task (in a worker process or in this one): one result per model of
     ``task.all_models``."""
     workload = SCENARIOS[task.scenario]
-    models = [MODELS[name] for name in task.all_models]
+    models = [get_model(name) for name in task.all_models]
     if task.reorder_bound is not None:
         models = [dataclasses.replace(m, reorder_bound=task.reorder_bound) for m in models]
     target = get_target(task.target)

@@ -313,3 +313,16 @@ def test_a_bounded_enumeration_counts_at_least_the_states_it_misses(
                 missed = len(set(f.states) - set(b.states))
                 assert missed <= b.cut, (name, f.index)
                 assert (b.cut == 0) <= (missed == 0)
+
+
+def test_the_command_line_takes_a_family_by_name_but_all_is_unchanged() -> None:
+    from crashpoint._options import parse_models
+
+    assert parse_models("ext4, POSIX") == [FS_MODELS["ext4"], FS_MODELS["posix"]]
+    assert [m.name for m in parse_models("all")] == [
+        "process-crash",
+        "power-loss",
+        "power-loss-reorder",
+    ]
+    with pytest.raises(ValueError, match=r"known: process-crash, .*, ext4, xfs, btrfs, posix"):
+        parse_models("zfs")
