@@ -75,6 +75,14 @@ _DIR_OPS = frozenset({_FSYNC_DIR, _RMDIR})
 # metadata record kinds
 _K_MKDIR, _K_NEW, _K_RENAME, _K_UNLINK, _K_TRUNC, _K_LINK, _K_RMDIR, _K_MOVE = range(8)
 
+_MAX_PICKS = 4096
+"""At most this many choices of block contents per inode are built; the rest are
+counted in ``cut``."""
+
+_MAX_SNAPSHOTS = 16
+"""The delayed-allocation forms are built from the page cache after at most this many of
+an inode's last writes; the others are counted in ``cut``."""
+
 _MAX_WORLDS = 32
 """At most this many worlds (outcomes of fsyncs that may or may not commit) are kept;
 the states of those dropped are counted in ``cut``."""
@@ -331,8 +339,10 @@ class _Replay:
         # or may not have committed
         self.worlds: list[tuple[frozenset[int], int]] = [(frozenset(), 0)]
         self.worlds_cut = 0
-        # posix: position -> parent directories not yet fsynced since it
+        # posix: position -> parent directories not yet fsynced since it, and the
+        # operations their barriers settled
         self.awaiting: dict[int, set[str]] = {}
+        self.settled: set[int] = set()
 
     # --- the trace ------------------------------------------------------------------
     def step(self, op: Op, *, strict: bool = True) -> None:
@@ -501,7 +511,20 @@ class _Replay:
             and (rule == "inode" or r.kind == _K_TRUNC)
             and r.kind in (_K_NEW, _K_RENAME, _K_LINK, _K_UNLINK, _K_TRUNC)
         }
+        if rule == "size":  # posix: durable only once what it depends on is (ALICE)
+            self.settled |= own
+            return forced | self._settled_closed(), base
         return forced | self._closure(own), base
+
+    def _settled_closed(self) -> frozenset[int]:
+        """posix: the settled operations (made durable by their barrier) whose every
+        dependency is durable too; a settled operation whose dependency may be lost may be
+        lost with it."""
+        durable: set[int] = set()
+        for q in sorted(self.settled):
+            if self.meta[q].deps <= durable:
+                durable.add(q)
+        return frozenset(durable)
 
     def _commit(self, rule: str, inode: int, *, maybe: bool) -> None:
         worlds: list[tuple[frozenset[int], int]] = []
@@ -524,8 +547,8 @@ class _Replay:
                     if not waiting:
                         del self.awaiting[q]
                         settled.add(q)
-            done = {q for q in changed if q not in self.awaiting}
-            forced_now = self._closure(done | settled)
+            self.settled |= settled
+            forced_now = self._settled_closed()
         else:
             forced_now = self._closure(set(changed))
         worlds = []
@@ -604,51 +627,92 @@ class _Replay:
 
     def options(self, inode: int, kept: frozenset[int]) -> tuple[list[bytes], int]:
         """The contents ``inode`` may have when the metadata ``kept`` persisted (the first
-        with every dirty block and the final size, the second with none), and how many
-        contents the writeback bound left out."""
+        the page cache's, the second with no dirty block written back), and an upper
+        bound on the contents the bounds left out.
+
+        Each block written since the last data sync holds on disk the durable bytes (with
+        the truncations ``kept`` holds) or its content at one of the writes that touched it
+        (writeback may have run between any two operations: a block written, then cut off
+        the page cache by a truncation that is lost, keeps what was written). The chosen
+        blocks are any set (``block_order="any"``) or an offset-order prefix
+        (``"offset"``). The size is the durable one or one the page cache had after the last
+        truncation ``kept`` holds, or (delayed allocation) the end of a prefix of the
+        chosen blocks."""
         node = self.data[inode]
-        bare = node.durable
-        for position, size, _ in node.pending:
-            if position is not None and position in kept:
-                bare = _resize(bare, size)
-        whole = node.whole
-        if not node.dirty and bare == whole:
-            return [whole], 0
         bs = self.model.block_size
-        blocks = sorted(node.dirty)
-        prefixes = [frozenset(blocks[:j]) for j in range(len(blocks), -1, -1)]
-        subsets: list[frozenset[int]]
-        left = 0
-        if self.family.block_order == "offset":
-            subsets = prefixes
-        elif len(blocks) <= self.model.writeback_bound:
-            subsets = [
-                frozenset(s)
-                for r in range(len(blocks), -1, -1)
-                for s in itertools.combinations(blocks, r)
+        bare = node.durable
+        content = node.durable
+        versions: dict[int, list[bytes]] = {}
+        sizes: dict[int, None] = {}
+        snapshots: list[bytes] = []  # the page cache after each write (since a kept truncation)
+        for position, arg, data in node.pending:
+            if position is not None:  # a truncation
+                content = _resize(content, arg)
+                if position in kept:
+                    bare = _resize(bare, arg)
+                    sizes.clear()  # the sizes before a kept truncation are superseded
+                    snapshots.clear()
+                    for block in [b for b in versions if b * bs >= arg]:
+                        del versions[block]  # freed: a later extension reads zeros
+                sizes[len(content)] = None
+                continue
+            content = _write(content, arg, data)
+            sizes[len(content)] = None
+            snapshots.append(content)
+            for block in range(arg // bs, (arg + len(data) - 1) // bs + 1):
+                chunk = content[block * bs : (block + 1) * bs]
+                chunk += bytes(bs - len(chunk))
+                seen = versions.setdefault(block, [])
+                if chunk in seen:
+                    seen.remove(chunk)
+                seen.append(chunk)  # the latest last
+        whole = node.whole
+        if not versions and bare == whole:
+            return [whole], 0
+        sizes[len(bare)] = None
+        sizes[len(whole)] = None
+        blocks = sorted(versions)
+        counts = [len(versions[b]) for b in blocks]
+        total = math.prod(c + 1 for c in counts)
+        picks: list[tuple[int, ...]]
+        if self.family.block_order == "offset" or len(blocks) > self.model.writeback_bound:
+            # offset-order prefixes, each chosen block at any of its contents
+            picks = [
+                (*combo, *([0] * (len(blocks) - j)))
+                for j in range(len(blocks), -1, -1)
+                for combo in itertools.product(*(range(1, c + 1) for c in counts[:j]))
             ]
         else:
-            subsets = prefixes
-            left = (2 ** len(blocks) - len(prefixes)) * 2
-        sizes = [len(whole), len(bare)]
+            picks = list(itertools.product(*(range(c + 1) for c in counts)))
+        # the choices the rule allows: every one ("any"), or the prefixes ("offset")
+        allowed = len(picks) if self.family.block_order == "offset" else total
+        picks = picks[:_MAX_PICKS]
+        left = (allowed - len(picks)) * len(sizes)
+        latest = tuple(counts)
+        none = (0,) * len(blocks)
         out: dict[bytes, None] = {}
-        for subset in subsets:
+        for pick in (latest, none, *picks):
+            chosen = {b: versions[b][c - 1] for b, c in zip(blocks, pick, strict=True) if c}
             for size in sizes:
-                out.setdefault(_overlay(bare, whole, subset, size, bs), None)
-        # ext4 delayed allocation: the size advanced only to the end of a persisted prefix
-        low, high = sorted((len(bare), len(whole)))
-        for j in range(len(blocks) + 1):
-            end = (blocks[j - 1] + 1) * bs if j else 0
-            size = min(high, max(low, end))
-            out.setdefault(_overlay(bare, whole, frozenset(blocks[:j]), size, bs), None)
-        contents = list(out)
-        if contents[0] != whole:
-            contents.insert(0, whole)
-        none = _overlay(bare, whole, frozenset(), len(bare), bs)
-        if none in out and contents[1:2] != [none]:
-            contents.remove(none)
-            contents.insert(1, none)
-        return list(dict.fromkeys(contents)), left
+                out.setdefault(_overlay(bare, chosen, size, bs), None)
+        # ext4 delayed allocation: the size advanced only as far as a written prefix, to
+        # any block boundary between the smallest and the largest size
+        # (each write's page cache in turn: what writeback found then)
+        low, high = min(sizes), max(sizes)
+        ends = sorted({(b + 1) * bs for b in blocks} | set(range((low // bs + 1) * bs, high, bs)))
+        for snapshot in snapshots[-_MAX_SNAPSHOTS:]:
+            for end in ends:
+                size = min(high, max(low, end))
+                chosen = {}
+                for b in blocks:
+                    if b * bs < size:
+                        chunk = snapshot[b * bs : (b + 1) * bs]
+                        chosen[b] = chunk + bytes(bs - len(chunk))
+                out.setdefault(_overlay(bare, chosen, size, bs), None)
+        if len(snapshots) > _MAX_SNAPSHOTS:
+            left += (len(snapshots) - _MAX_SNAPSHOTS) * len(ends)
+        first = [whole, _overlay(bare, {}, len(bare), bs)]
+        return list(dict.fromkeys([*first, *out])), left
 
 
 def _write(content: bytes, offset: int, data: bytes) -> bytes:
@@ -665,14 +729,14 @@ def _resize(content: bytes, size: int) -> bytes:
     return content + bytes(size - len(content))
 
 
-def _overlay(bare: bytes, whole: bytes, blocks: frozenset[int], size: int, bs: int) -> bytes:
-    """``size`` bytes: block ``i`` from ``whole`` where ``i`` is in ``blocks``, else from
-    ``bare``; zero bytes where the chosen one is shorter."""
+def _overlay(bare: bytes, chosen: dict[int, bytes], size: int, bs: int) -> bytes:
+    """``size`` bytes: block ``i`` is ``chosen[i]`` where chosen, else ``bare``'s; zero
+    bytes where that is shorter."""
     parts: list[bytes] = []
     for start in range(0, size, bs):
-        src = whole if start // bs in blocks else bare
-        chunk = src[start : start + bs]
         want = min(bs, size - start)
+        chunk = chosen.get(start // bs)
+        chunk = bare[start : start + want] if chunk is None else chunk[:want]
         if len(chunk) < want:
             chunk += bytes(want - len(chunk))
         parts.append(chunk)

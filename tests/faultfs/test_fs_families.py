@@ -11,6 +11,8 @@ import pytest
 from crashpoint.faultfs import (
     FAMILIES,
     FS_MODELS,
+    POWER_LOSS,
+    POWER_LOSS_REORDER,
     CrashState,
     Fault,
     FaultKind,
@@ -287,6 +289,36 @@ def test_data_an_fsync_lost_is_gone_for_good_under_every_family() -> None:
     for name in ALL:
         point = list(crash_points(get_model(name), initial, fs.trace.ops))[-1]
         assert {s.file("/base/f") for s in point.states} == {b"old!tail"}, name
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(calls, max_size=10))
+def test_the_families_are_never_stronger_than_the_models_reality_validated(
+    script: list[tuple[object, ...]],
+) -> None:
+    """Every ``power-loss`` state (validated by real ext4 and XFS cuts, docs/reality.md) is
+    an ``ext4`` and an ``xfs`` state; every ``power-loss-reorder`` state a ``posix`` one."""
+
+    def run(fs: FileSystem) -> None:
+        for name, *args in script:
+            with contextlib.suppress(OSError):
+                getattr(fs, str(name))(*args)
+
+    initial, ops = record(run, setup=lambda fs: write_bytes(fs, "/base/a", b"0123456789"))
+    for old, new in (
+        (POWER_LOSS, "ext4"),
+        (POWER_LOSS, "xfs"),
+        (POWER_LOSS_REORDER, "posix"),
+    ):
+        validated = dataclasses.replace(old, block_size=4, max_states=10**6)
+        pairs = zip(
+            crash_points(validated, initial, ops),
+            crash_points(small(new), initial, ops),
+            strict=True,
+        )
+        for o, f in pairs:
+            assert o.cut == 0 and f.cut == 0
+            assert set(o.states) <= set(f.states), f"{old.name} vs {new}, point {o.index}"
 
 
 @settings(max_examples=60, deadline=None)
