@@ -343,7 +343,8 @@ def _resolve(
         models = parse_models(args.model)
     except ValueError as exc:
         raise UsageError(f"--model: {exc}") from None
-    args.model = ",".join(m.name for m in models) if len(models) < len(MODELS) else "all"
+    every = {m.name for m in models} == set(MODELS)  # the families are not in "all"
+    args.model = "all" if every else ",".join(m.name for m in models)
     names = list(dict.fromkeys(args.scenario or SCENARIOS))  # repeated names count once
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:

@@ -13,6 +13,7 @@ from ._lock import Clock, SystemClock, VirtualClock
 from ._memory import MemoryFileSystem
 from ._models import (
     FAMILIES,
+    FS_MODELS,
     MODELS,
     POWER_LOSS,
     POWER_LOSS_REORDER,
@@ -61,6 +62,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FAMILIES",
+    "FS_MODELS",
     "MODELS",
     "POWER_LOSS",
     "POWER_LOSS_REORDER",

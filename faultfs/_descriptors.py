@@ -12,12 +12,15 @@ turns descriptor calls into protocol operations, with Linux semantics:
   ``O_DIRECTORY`` fails with ENOTDIR on a file; opening a directory for writing
   fails with EISDIR.
 * a descriptor follows its inode: after ``rename(src, dst)`` through the table a
-  descriptor opened on ``src`` writes and fsyncs ``dst``; a descriptor whose file
-  was unlinked or replaced keeps its content privately (an inode with no name:
-  nothing written to it can survive a crash, so nothing is recorded).
+  descriptor opened on ``src`` writes and fsyncs ``dst`` (a directory's rename moves
+  the descriptors of everything under it); after ``link(a, b)`` and ``unlink(a)`` a
+  descriptor opened on ``a`` uses ``b``; a descriptor whose file lost its last name
+  (unlinked or replaced) keeps its content privately (an inode with no name:
+  nothing written to it can survive a crash, so nothing is recorded). The table
+  knows the hard links made through it (a crash state keeps no links).
 * ``write``/``pwrite`` become ``write(path, offset, data)`` at the descriptor's
-  position; ``fsync``/``fdatasync`` become ``fsync(path)`` for a file and
-  ``fsync_dir(path)`` for a directory descriptor.
+  position; ``fsync`` becomes ``fsync(path)`` and ``fdatasync`` ``fdatasync(path)``
+  for a file, both ``fsync_dir(path)`` for a directory descriptor.
 
 Used by the interception layer (:func:`~crashpoint.faultfs.intercept`) and meant
 for a syscall-trace importer: both give the same operation trace for the same
@@ -79,12 +82,15 @@ class DescriptorTable:
     Paths given to the table must be absolute and normalised.
     """
 
-    __slots__ = ("_descriptions", "_next", "fs")
+    __slots__ = ("_descriptions", "_links", "_next", "fs")
 
     def __init__(self, fs: FileSystem, *, first_fd: int = FIRST_FD) -> None:
         self.fs = fs
         self._descriptions: dict[int, Description] = {}
         self._next = first_fd
+        # path -> every name of its inode (one list shared by them), for the inodes
+        # given a second name through this table
+        self._links: dict[str, list[str]] = {}
 
     # --- queries -----------------------------------------------------------------
     def __contains__(self, fd: object) -> bool:
@@ -260,8 +266,8 @@ class DescriptorTable:
         self.fs.truncate(d.path, size)
 
     def fsync(self, fd: int) -> None:
-        """``fsync(2)``/``fdatasync(2)`` → ``fsync(path)``, or ``fsync_dir(path)`` for a
-        directory descriptor. A file with no name left has nothing to make durable."""
+        """``fsync(2)`` → ``fsync(path)``, or ``fsync_dir(path)`` for a directory
+        descriptor. A file with no name left has nothing to make durable."""
         d = self.get(fd)
         if d.orphan is not None:
             return
@@ -270,28 +276,95 @@ class DescriptorTable:
         else:
             self.fs.fsync(d.path)
 
+    def fdatasync(self, fd: int) -> None:
+        """``fdatasync(2)`` → ``fdatasync(path)``, or ``fsync_dir(path)`` for a directory
+        descriptor. A file with no name left has nothing to make durable."""
+        d = self.get(fd)
+        if d.orphan is not None:
+            return
+        if d.is_dir:
+            self.fs.fsync_dir(d.path)
+        else:
+            self.fs.fdatasync(d.path)
+
     # --- namespace calls that move or drop inodes ---------------------------------
     def rename(self, src: str, dst: str) -> None:
-        """``rename(2)`` of a file through ``fs``; descriptors on ``src`` follow it to
-        ``dst``, descriptors on a replaced ``dst`` keep its old content privately."""
-        replaced = [d for d in self._live() if d.path == dst and not d.is_dir]
-        snapshot = self.fs.read(dst) if replaced and src != dst and self.fs.exists(dst) else None
-        self.fs.rename(src, dst)
-        if src == dst:
+        """``rename(2)`` through ``fs``; descriptors on ``src`` follow it to ``dst`` (on a
+        directory, the descriptors of everything under it follow), descriptors on a
+        replaced ``dst`` keep its old content privately, or use its inode's other name.
+        Two names of one inode: nothing happens, as in Linux."""
+        fs = self.fs
+        if fs.is_dir(src):
+            fs.rename(src, dst)
+            if src != dst:
+                self._move_tree(src, dst)
             return
-        for d in replaced:
-            d.orphan = bytearray(snapshot or b"")
+        group = self._links.get(src)
+        if src == dst or (group is not None and dst in group):
+            fs.rename(src, dst)
+            return
+        replaced = [d for d in self._live() if d.path == dst and not d.is_dir]
+        snapshot = fs.read(dst) if replaced and fs.exists(dst) else None
+        fs.rename(src, dst)
+        self._drop_name(dst, replaced, snapshot or b"")
         for d in self._live():
-            if d.path == src and d.orphan is None:
+            if d.path == src:
                 d.path = dst
+        if group is not None:
+            group[group.index(src)] = dst
+            del self._links[src]
+            self._links[dst] = group
 
     def unlink(self, path: str) -> None:
-        """``unlink(2)`` through ``fs``; descriptors on ``path`` keep its content."""
+        """``unlink(2)`` through ``fs``; descriptors on ``path`` use another name of its
+        inode, or keep its content once it has none."""
         holders = [d for d in self._live() if d.path == path and not d.is_dir]
         snapshot = self.fs.read(path) if holders and self.fs.exists(path) else b""
         self.fs.unlink(path)
+        self._drop_name(path, holders, snapshot)
+
+    def link(self, src: str, dst: str) -> None:
+        """``link(2)`` through ``fs``: ``dst`` becomes a second name of ``src``'s inode."""
+        self.fs.link(src, dst)
+        group = self._links.get(src)
+        if group is None:
+            group = self._links[src] = [src]
+        group.append(dst)
+        self._links[dst] = group
+
+    def rmdir(self, path: str) -> None:
+        """``rmdir(2)`` through ``fs``; a descriptor on the directory has nothing left
+        to make durable (its fsync does nothing)."""
+        self.fs.rmdir(path)
+        for d in self._live():
+            if d.is_dir and d.path == path:
+                d.orphan = bytearray()
+
+    def _drop_name(self, path: str, holders: list[Description], snapshot: bytes) -> None:
+        """``path`` lost its name: ``holders`` (descriptors on it) move to another name
+        of its inode, or keep ``snapshot`` privately."""
+        group = self._links.pop(path, None)
+        if group is not None:
+            group.remove(path)
+            if len(group) == 1:
+                del self._links[group[0]]
+            for d in holders:
+                d.path = group[0]
+            return
         for d in holders:
             d.orphan = bytearray(snapshot)
+
+    def _move_tree(self, src: str, dst: str) -> None:
+        prefix = src + "/"
+        cut = len(src)
+        for d in self._live():
+            if d.path == src or d.path.startswith(prefix):
+                d.path = dst + d.path[cut:]
+        for old in [p for p in self._links if p.startswith(prefix)]:
+            group = self._links.pop(old)
+            new = dst + old[cut:]
+            group[group.index(old)] = new
+            self._links[new] = group
 
     def _live(self) -> list[Description]:
         return [d for d in self._descriptions.values() if d.orphan is None]

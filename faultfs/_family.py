@@ -54,6 +54,10 @@ class PersistenceModel:
             states per crash point (a write of more pages than this offers its first
             page, its last page and a seeded sample; the rest is counted in ``cut``).
         source: where the rules come from.
+        writeback_bound: file-system families (``ext4``, ``xfs``, ``posix``): an inode
+            with at most this many dirty blocks has them reach the disk in every order
+            (``2**N`` subsets); with more, only in offset order, and the other orders
+            are counted in ``cut`` (``--writeback-bound N``).
         family: the name of the :class:`Family` whose rules derive this model's
             crash states (a key of :data:`crashpoint.faultfs.FAMILIES`); a family
             refuses, with ``ValueError``, parameters it does not implement.
@@ -67,6 +71,7 @@ class PersistenceModel:
     reorder_bound: int | None = None
     max_partial_writes: int = 64
     source: str = ""
+    writeback_bound: int = 6
     family: str = "process-crash"
 
 

@@ -32,6 +32,7 @@ _WRITE, _CREATE, _RENAME, _UNLINK, _MKDIR, _TRUNCATE, _FSYNC, _FSYNC_DIR = (
     OpKind.FSYNC,
     OpKind.FSYNC_DIR,
 )
+_FDATASYNC, _RMDIR, _LINK = OpKind.FDATASYNC, OpKind.RMDIR, OpKind.LINK
 
 
 def os_error(code: int, path: str) -> OSError:
@@ -60,7 +61,8 @@ class CrashState:
     Two crash states are the same exactly when they hold the same paths with the
     same bytes and the same directories (FAULT-MODEL.md §3: identity is the sorted
     list of (path, content hash, is-directory)); equal states hash equal, so they
-    deduplicate in a set or dict.
+    deduplicate in a set or dict. Which names shared an inode (hard links) is not
+    part of a crash state: a reboot gives each name its own inode with the same bytes.
     """
 
     files: tuple[tuple[str, bytes], ...]
@@ -109,17 +111,32 @@ class Image:
     """A mutable disk image: directory paths, file names mapped to inodes, inode contents.
 
     ``apply`` performs one mutating operation with the operating system's checks and
-    errors (``OSError`` with ENOENT, EEXIST, EISDIR, ENOTDIR, ENOTEMPTY); barriers
-    change nothing in an image.
+    errors (``OSError`` with ENOENT, EEXIST, EISDIR, ENOTDIR, ENOTEMPTY, EINVAL,
+    EPERM, EBUSY); barriers change nothing in an image.
+
+    Attributes:
+        dirs: directory paths, ``"/"`` included.
+        names: file path -> inode number; two names of one inode are hard links.
+        data: inode -> content; an inode goes with its last name.
+        next_inode: the number the next new inode gets.
+        extra: inode -> its link count less one, for inodes with more than one name
+            (absent: one name).
     """
 
     dirs: set[str] = field(default_factory=lambda: {"/"})
     names: dict[str, int] = field(default_factory=dict)
     data: dict[int, bytes] = field(default_factory=dict)
     next_inode: int = 1
+    extra: dict[int, int] = field(default_factory=dict)
 
     def copy(self) -> Image:
-        return Image(set(self.dirs), dict(self.names), dict(self.data), self.next_inode)
+        return Image(
+            set(self.dirs), dict(self.names), dict(self.data), self.next_inode, dict(self.extra)
+        )
+
+    def links(self, path: str) -> int:
+        """The link count of the file at ``path`` (``st_nlink``). Raises ENOENT, EISDIR."""
+        return 1 + self.extra.get(self._file_inode(path), 0)
 
     # --- queries -------------------------------------------------------------
     def is_file(self, path: str) -> bool:
@@ -211,11 +228,12 @@ class Image:
             self.data[found] = b""
         elif kind is _RENAME:
             dst = op.dst or ""
-            if path in self.dirs:
-                raise os_error(errno.EISDIR, path)  # directory renames are out of the model
             # Linux order: both parents are looked up, then the source, then the target.
             self._parent_ok(path)
             self._parent_ok(dst)
+            if path in self.dirs:
+                self._rename_dir(path, dst)
+                return
             moved = self.names.get(path)
             if moved is None:
                 raise os_error(errno.ENOENT, path)
@@ -223,16 +241,40 @@ class Image:
                 # a target that is an ancestor of the source is ENOTEMPTY on Linux
                 trap = path.startswith(dst.rstrip("/") + "/")
                 raise os_error(errno.ENOTEMPTY if trap else errno.EISDIR, dst)
-            if dst != path:
+            if dst != path and self.names.get(dst) != moved:
+                # two names of one inode: rename(2) does nothing and succeeds
                 replaced = self.names.pop(dst, None)
-                if replaced is not None and replaced != moved:
-                    del self.data[replaced]
+                if replaced is not None:
+                    self._drop_link(replaced)
                 del self.names[path]
                 self.names[dst] = moved
         elif kind is _UNLINK:
             inode = self._file_inode(path)
             del self.names[path]
-            del self.data[inode]
+            self._drop_link(inode)
+        elif kind is _LINK:
+            dst = op.dst or ""
+            # Linux order: the source is looked up, then the target's parent, then
+            # the target (EEXIST), then a directory source is refused
+            is_dir = path in self.dirs
+            inode = 0 if is_dir else self._file_inode(path)
+            self._parent_ok(dst)
+            if self.exists(dst):
+                raise os_error(errno.EEXIST, dst)
+            if is_dir:
+                raise os_error(errno.EPERM, path)  # no hard link to a directory
+            self.names[dst] = inode
+            self.extra[inode] = self.extra.get(inode, 0) + 1
+        elif kind is _RMDIR:
+            if path not in self.dirs:
+                raise os_error(errno.ENOTDIR if path in self.names else self.absent(path), path)
+            if path == "/":
+                raise os_error(errno.EBUSY, path)
+            prefix = path + "/"
+            for p in (*self.dirs, *self.names):
+                if p.startswith(prefix):
+                    raise os_error(errno.ENOTEMPTY, path)
+            self.dirs.discard(path)
         elif kind is _MKDIR:
             if self.exists(path):
                 raise os_error(errno.EEXIST, path)
@@ -242,11 +284,50 @@ class Image:
             inode = self._file_inode(path)
             old = self.data[inode]
             self.data[inode] = old[: op.size] + bytes(max(0, op.size - len(old)))
-        elif kind is _FSYNC or kind is _FSYNC_DIR:
+        elif kind is _FSYNC or kind is _FSYNC_DIR or kind is _FDATASYNC:
             if not self.exists(path):
                 raise os_error(self.absent(path), path)
         else:
             raise ValueError(f"not a mutating operation: {op.kind}")
+
+    def _drop_link(self, inode: int) -> None:
+        """One name of ``inode`` is gone; the inode goes with its last name."""
+        extra = self.extra.get(inode)
+        if extra is None:
+            del self.data[inode]
+        elif extra > 1:
+            self.extra[inode] = extra - 1
+        else:
+            del self.extra[inode]
+
+    def _rename_dir(self, path: str, dst: str) -> None:
+        """``rename(2)`` of directory ``path`` with its subtree to ``dst`` (absent or an
+        empty directory, which it replaces). Raises ENOTDIR (``dst`` is a file),
+        EINVAL (``dst`` inside ``path``), ENOTEMPTY (``dst`` a non-empty directory),
+        EBUSY (the root)."""
+        if dst == path:
+            return
+        if path == "/" or dst == "/":
+            raise os_error(errno.EBUSY, path)
+        if dst.startswith(path + "/"):
+            raise os_error(errno.EINVAL, path)
+        if dst in self.names:
+            raise os_error(errno.ENOTDIR, dst)
+        if dst in self.dirs:
+            inside = dst + "/"
+            if path.startswith(inside) or any(
+                p.startswith(inside) for p in (*self.dirs, *self.names)
+            ):
+                raise os_error(errno.ENOTEMPTY, dst)
+            self.dirs.discard(dst)
+        prefix = path + "/"
+        cut = len(path)
+        for d in [d for d in self.dirs if d == path or d.startswith(prefix)]:
+            self.dirs.discard(d)
+            self.dirs.add(dst + d[cut:])
+        names = self.names
+        for p in [p for p in names if p.startswith(prefix)]:
+            names[dst + p[cut:]] = names.pop(p)
 
     def _file_inode(self, path: str) -> int:
         inode = self.names.get(path)

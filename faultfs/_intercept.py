@@ -199,7 +199,7 @@ class Interception:
         seed: seeds tempfile's names, ``os.urandom``, ``random``, the clock.
         table: the :class:`~crashpoint.faultfs.DescriptorTable` of the current run.
         unsupported: names of calls the model cannot represent that the target made,
-            in order, without repeats (e.g. ``"os.link"``, ``"fcntl.flock"``,
+            in order, without repeats (e.g. ``"os.symlink"``, ``"fcntl.flock"``,
             ``"threading: concurrent file calls"``). Non-empty means incomplete.
         escapes: paths outside ``root`` the target tried to create, write, rename or
             delete (SPEC S1), in order, without repeats.
@@ -363,7 +363,6 @@ _GID = os.getgid() if hasattr(os, "getgid") else 0
 #: os functions that would change the disk in ways the model does not represent:
 #: reported, and refused with ENOTSUP (nothing happened).
 _REFUSED_OS = (
-    "link",
     "symlink",
     "mkfifo",
     "mknod",
@@ -511,7 +510,13 @@ class _FakeOs:
             i.table.fsync(fd)
 
     def fdatasync(self, fd: Any) -> None:
-        self.fsync(fd)  # the protocol has one data barrier; fdatasync also flushes size
+        i = self._i
+        if not isinstance(fd, int):
+            fd = fd.fileno()
+        if fd not in i.table:
+            return _real_fd(i, "os.fdatasync", os.fdatasync, fd)
+        with i.guard:
+            i.table.fdatasync(fd)
 
     def ftruncate(self, fd: int, length: int) -> None:
         i = self._i
@@ -667,17 +672,44 @@ class _FakeOs:
                 raise
 
     def rmdir(self, path: Any, *, dir_fd: int | None = None) -> None:
-        """Reported (the protocol has no rmdir yet) and left undone: the directory stays."""
         i = self._i
-        p = i.confine(i.resolve(path, dir_fd))
-        i.report("os.rmdir")
-        if not i.fs.is_dir(p):
-            raise os_error(errno.ENOTDIR if i.fs.exists(p) else errno.ENOENT, p)
-        if i.fs.listdir(p):
-            raise os_error(errno.ENOTEMPTY, p)
+        with i.guard:
+            p = i.confine(i.resolve(path, dir_fd))
+            i.table.rmdir(p)
+            i._modes.pop(p, None)
+            i._times.pop(p, None)
 
     def removedirs(self, name: Any) -> None:
+        """``os.removedirs``: ``name``, then each parent while it is empty, stopping at
+        the first that is not (as the standard library does) or at the base
+        directory (its parent is outside the model: never removed)."""
         self.rmdir(name)
+        i = self._i
+        head = posixpath.dirname(i.resolve(name))
+        while head and i.inside(head) and head != i.root:
+            try:
+                self.rmdir(head)
+            except OSError:
+                break
+            head = posixpath.dirname(head)
+
+    def link(
+        self,
+        src: Any,
+        dst: Any,
+        *,
+        src_dir_fd: int | None = None,
+        dst_dir_fd: int | None = None,
+        follow_symlinks: bool = True,
+    ) -> None:
+        """``os.link``: a hard link (the model has no symbolic links to follow)."""
+        i = self._i
+        with i.guard:
+            s = i.resolve(src, src_dir_fd)
+            d = i.confine(i.resolve(dst, dst_dir_fd))
+            i.table.link(s, d)
+            if s in i._modes:
+                i._modes[d] = i._modes[s]
 
     def unlink(self, path: Any, *, dir_fd: int | None = None) -> None:
         i = self._i
@@ -702,13 +734,13 @@ class _FakeOs:
         with i.guard:
             s = i.confine(i.resolve(src, src_dir_fd))
             d = i.confine(i.resolve(dst, dst_dir_fd))
-            if i.fs.is_dir(s):
-                i.report("os.rename(directory)")
-                raise os_error(errno.ENOTSUP, s)
+            tree = i.fs.is_dir(s)
             i.table.rename(s, d)
             if s != d:
-                _move(i._modes, s, d)
-                _move(i._times, s, d)
+                for attrs in (i._modes, i._times):
+                    _move(attrs, s, d)
+                    if tree:
+                        _move_tree(attrs, s, d)
 
     def replace(self, src: Any, dst: Any, **kw: Any) -> None:
         self.rename(src, dst, **kw)
@@ -822,6 +854,13 @@ def _move(attrs: dict[str, Any], src: str, dst: str) -> None:
         attrs[dst] = attrs.pop(src)
     else:
         attrs.pop(dst, None)
+
+
+def _move_tree(attrs: dict[str, Any], src: str, dst: str) -> None:
+    """The attributes of what lies under directory ``src`` move to ``dst``."""
+    prefix = src + "/"
+    for p in [p for p in attrs if p.startswith(prefix)]:
+        attrs[dst + p[len(src) :]] = attrs.pop(p)
 
 
 def _ino(path: str) -> int:
@@ -1422,6 +1461,7 @@ _route(
             "makedirs",
             "rmdir",
             "removedirs",
+            "link",
             "unlink",
             "remove",
             "rename",

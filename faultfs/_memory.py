@@ -208,7 +208,7 @@ class MemoryFileSystem:
     def rename(self, src: str, dst: str) -> None:
         image = self._image
         src, dst = _norm(src, image, last=False), _norm(dst, image, last=False)
-        if _too_long(src) or (_too_long(dst) and image.is_file(src)):
+        if _too_long(src) or (_too_long(dst) and image.exists(src)):
             # Linux looks up both parents, then the source, then the target; a name
             # longer than NAME_MAX fails its lookup (a missing source is ENOENT first).
             image._parent_ok(src)
@@ -219,13 +219,33 @@ class MemoryFileSystem:
     def unlink(self, path: str) -> None:
         self.apply(Op(len(self._log), OpKind.UNLINK, _norm(path, self._image)))
 
+    def rmdir(self, path: str) -> None:
+        self.apply(Op(len(self._log), OpKind.RMDIR, _norm(path, self._image)))
+
+    def link(self, src: str, dst: str) -> None:
+        image = self._image
+        src, dst = _norm(src, image), _norm(dst, image, last=False)
+        if _too_long(dst):
+            # Linux looks up the source, then the target's parent, then the target
+            if src not in image.dirs:
+                image._file_inode(src)
+            image._parent_ok(dst)
+            raise os_error(errno.ENAMETOOLONG, dst)
+        self.apply(Op(len(self._log), OpKind.LINK, src, dst=dst))
+
     def fsync(self, path: str) -> None:
+        self._sync(OpKind.FSYNC, path)
+
+    def fdatasync(self, path: str) -> None:
+        self._sync(OpKind.FDATASYNC, path)
+
+    def _sync(self, kind: OpKind, path: str) -> None:
         path = _norm(path, self._image)
         if not self._image.is_file(path):
             if self._image.is_dir(path):
                 raise os_error(errno.EISDIR, path)
             raise os_error(self._image.absent(path), path)
-        self._log.append(Op(len(self._log), OpKind.FSYNC, path))
+        self._log.append(Op(len(self._log), kind, path))
 
     def fsync_dir(self, path: str) -> None:
         path = _norm(path, self._image)
@@ -272,3 +292,7 @@ class MemoryFileSystem:
         path = _norm(path)
         if self._locks.get(path) == handle:
             del self._locks[path]
+
+    def links(self, path: str) -> int:
+        """The link count of a file (``st_nlink``). Raises ENOENT, EISDIR."""
+        return self._image.links(_norm(path, self._image))

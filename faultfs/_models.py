@@ -34,6 +34,7 @@ from ._family import (
     effective,
     new_crash_point,
 )
+from ._fsfamily import FS_FAMILIES
 from ._image import CrashState
 from ._power import POWER_FAMILY
 from ._process import PROCESS_FAMILY
@@ -41,6 +42,7 @@ from ._trace import Op
 
 __all__ = [
     "FAMILIES",
+    "FS_MODELS",
     "MODELS",
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
@@ -61,7 +63,8 @@ __all__ = [
 ]
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (PROCESS_FAMILY, POWER_FAMILY)}
+_BUILT_IN: tuple[Family, ...] = (PROCESS_FAMILY, POWER_FAMILY, *FS_FAMILIES)
+FAMILIES: dict[str, Family] = {f.name: f for f in _BUILT_IN}
 """The model families, by name: the one registry :func:`crash_points` and
 :func:`durable_at` dispatch through (issue 19)."""
 
@@ -117,15 +120,27 @@ POWER_LOSS_REORDER = PersistenceModel(
 MODELS: dict[str, PersistenceModel] = {
     m.name: m for m in (PROCESS_CRASH, POWER_LOSS, POWER_LOSS_REORDER)
 }
-"""The named models, by name."""
+"""The named models of ``--model all``, by name."""
+
+FS_MODELS: dict[str, PersistenceModel] = {
+    f.name: PersistenceModel(
+        f.name, volatile_data=True, reorder=not f.journal, source=f.source, family=f.name
+    )
+    for f in FS_FAMILIES
+}
+"""The models of the file-system families (``ext4``, ``xfs``, ``btrfs``, ``posix``;
+issue 20), by name: looked up by :func:`get_model` (and ``--model ext4``), not part of
+``--model all`` (docs/decisions.md)."""
 
 
 def get_model(name: str) -> PersistenceModel:
-    """The model called ``name``. Raises ``KeyError`` naming the known models."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown persistence model {name!r}; known: {', '.join(MODELS)}") from None
+    """The model called ``name`` (:data:`MODELS`, then :data:`FS_MODELS`). Raises
+    ``KeyError`` naming the known models."""
+    found = MODELS.get(name) or FS_MODELS.get(name)
+    if found is None:
+        known = ", ".join((*MODELS, *FS_MODELS))
+        raise KeyError(f"unknown persistence model {name!r}; known: {known}")
+    return found
 
 
 def crash_points(
@@ -197,11 +212,14 @@ class ModelError(KeyError, ValueError):
 def parse_models(
     spec: str | PersistenceModel | Sequence[str | PersistenceModel],
 ) -> list[PersistenceModel]:
-    """The models ``spec`` names, in the order given, each once: ``"all"``, a name,
-    comma-separated names (any case, spaces ignored), a model, or a sequence of names
-    and models. The one parser of model names (the CLI, the pytest plugin and the
-    Python API use it). Raises :class:`ModelError` naming the known models."""
-    known = f"known: {', '.join(MODELS)}, all (or a comma-separated list)"
+    """The models ``spec`` names, in the order given, each once: ``"all"`` (the models
+    of :data:`MODELS`), a name (of :data:`MODELS` or of a file-system family,
+    :data:`FS_MODELS`), comma-separated names (any case, spaces ignored), a model, or a
+    sequence of names and models. The one parser of model names (the CLI, the pytest
+    plugin and the Python API use it). Raises :class:`ModelError` naming the known
+    models."""
+    named = {**MODELS, **FS_MODELS}  # the file-system families: by name, not in "all"
+    known = f"known: {', '.join(named)}, all (or a comma-separated list)"
     if isinstance(spec, PersistenceModel):
         return [spec]
     if not isinstance(spec, str):
@@ -212,7 +230,7 @@ def parse_models(
     if any(not n for n in names):
         raise ModelError(f"empty model name in {spec!r}; {known}")
     for name in names:
-        if name not in MODELS:
+        if name not in named:
             hint = "; 'all' stands alone" if name == "all" else ""
             raise ModelError(f"unknown persistence model {name!r}{hint}; {known}")
-    return [MODELS[n] for n in dict.fromkeys(names)]
+    return [named[n] for n in dict.fromkeys(names)]

@@ -6,6 +6,7 @@ import errno
 import fcntl
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ._image import os_error
@@ -15,7 +16,8 @@ __all__ = ["OsFileSystem"]
 
 
 class OsFileSystem:
-    """The operating system's filesystem: ``os``, ``open``, ``os.replace``, ``os.fsync``.
+    """The operating system's filesystem: ``os``, ``open``, ``os.replace``, ``os.fsync``,
+    ``os.fdatasync``, ``os.link``, ``os.rmdir``.
 
     Directory fsync opens the directory ``O_RDONLY`` and fsyncs the descriptor
     (Linux; where the platform refuses it with EINVAL/EBADF/EACCES the call is a
@@ -83,21 +85,32 @@ class OsFileSystem:
         os.truncate(path, size)
 
     def rename(self, src: str, dst: str) -> None:
-        if os.path.isdir(src):
-            raise os_error(errno.EISDIR, src)  # directory renames are out of the model
-        os.replace(src, dst)  # EISDIR from the OS when dst is a directory
+        os.replace(src, dst)  # EISDIR, ENOTDIR, ENOTEMPTY, EINVAL from the OS
 
     def unlink(self, path: str) -> None:
         if os.path.isdir(path):
             raise os_error(errno.EISDIR, path)
         os.unlink(path)
 
+    def rmdir(self, path: str) -> None:
+        os.rmdir(path)
+
+    def link(self, src: str, dst: str) -> None:
+        os.link(src, dst, follow_symlinks=False)
+
     def fsync(self, path: str) -> None:
+        self._sync(os.fsync, path)
+
+    def fdatasync(self, path: str) -> None:
+        self._sync(os.fdatasync, path)
+
+    @staticmethod
+    def _sync(sync: Callable[[int], None], path: str) -> None:
         if os.path.isdir(path):
             raise os_error(errno.EISDIR, path)
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            sync(fd)
         finally:
             os.close(fd)
 

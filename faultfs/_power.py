@@ -109,10 +109,13 @@ _OP_WRITE, _OP_CREATE, _OP_RENAME, _OP_MKDIR, _OP_TRUNCATE, _OP_FSYNC, _OP_FSYNC
     OpKind.FSYNC,
     OpKind.FSYNC_DIR,
 )
+_OP_FDATASYNC, _OP_RMDIR, _OP_LINK = OpKind.FDATASYNC, OpKind.RMDIR, OpKind.LINK
 _MUTATING = frozenset(kind for kind in OpKind if kind.mutating)
 
-# Kinds of metadata records. Directory operations are the first four.
-_MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC = range(5)
+# Kinds of metadata records: every one but _TRUNC is a directory operation. _MOVE is
+# the rename of a directory with its subtree.
+_MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC, _LINK, _RMDIR, _MOVE = range(8)
+_DIR_CHANGES = frozenset({_MKDIR, _RMDIR, _MOVE})  # the kinds that change directories
 
 _Names = dict[str, int]
 _Items = tuple[tuple[str, int], ...]
@@ -162,6 +165,20 @@ class _Meta:
                 del names[self.path]
         elif kind == _MKDIR:
             dirs.add(self.path)
+        elif kind == _LINK:
+            names[self.dst] = self.inode
+        elif kind == _RMDIR:
+            dirs.discard(self.path)
+        elif kind == _MOVE:
+            path, dst = self.path, self.dst
+            prefix = path + "/"
+            cut = len(path)
+            dirs.discard(dst)  # an empty directory it replaced
+            for d in [d for d in dirs if d == path or d.startswith(prefix)]:
+                dirs.discard(d)
+                dirs.add(dst + d[cut:])
+            for p in [p for p in names if p.startswith(prefix)]:
+                names[dst + p[cut:]] = names.pop(p)
 
 
 class _Options:
@@ -343,7 +360,17 @@ class _Frame:
     content); the states are built once each (a frame may serve several crash points).
     """
 
-    __slots__ = ("contents", "count", "dirs", "items", "key", "made", "paths", "slots")
+    __slots__ = (
+        "contents",
+        "count",
+        "dirs",
+        "followers",
+        "items",
+        "key",
+        "made",
+        "paths",
+        "slots",
+    )
 
     def __init__(
         self,
@@ -352,8 +379,12 @@ class _Frame:
         slots: list[tuple[int, _Options]],
         dirs: tuple[str, ...],
         key: tuple[object, ...],
+        followers: tuple[tuple[int, int], ...] = (),
     ) -> None:
         self.items = items
+        # (item, leader item): a second name of an inode reads what its first name
+        # (the one holding the inode's slot) reads (hard links)
+        self.followers = followers
         self.paths = tuple(map(_first, items))
         self.contents = contents
         self.slots = slots
@@ -377,6 +408,8 @@ class _Frame:
             for (i, opts), c in zip(self.slots, combo, strict=True):
                 if c:
                     contents[i] = opts[c]
+            for i, leader in self.followers:
+                contents[i] = contents[leader]
         made = self.made[combo] = new_crash_state(
             tuple(zip(self.paths, contents, strict=True)), self.dirs
         )
@@ -475,7 +508,9 @@ class _Explorer:
         self.cp = 0  # base_* hold the image after meta[:cp]; cp <= committed
         self.base_names: _Names = dict(vol.names)
         self.base_dirs: set[str] = set(vol.dirs)
-        self.creator: dict[str, int] = {}  # name -> position of the op that created it
+        # reorder: name -> positions of the ops that made it (its creation, and the
+        # renames of directories that moved it there)
+        self.creator: dict[str, tuple[int, ...]] = {}
         # reorder: position -> what must still be fsynced (parent directories, or
         # "\0<inode>" for a truncation), in position order
         self.pending: dict[int, set[str]] = {}
@@ -499,7 +534,7 @@ class _Explorer:
         if kind not in _MUTATING:
             return
         if not effective(op):
-            if kind is _OP_FSYNC and op.label == "fsync-lost":
+            if (kind is _OP_FSYNC or kind is _OP_FDATASYNC) and op.label == "fsync-lost":
                 inode = self.vol.names.get(op.path)
                 if inode is not None:
                     self.nodes[inode].lose()
@@ -514,7 +549,8 @@ class _Explorer:
             assert inode is not None
             self.nodes[inode].write(op.offset, op.data, len(self.meta))
             self._touch(inode)
-        elif kind is _OP_FSYNC:
+        elif kind is _OP_FSYNC or kind is _OP_FDATASYNC:
+            # this family's journal commit is global: fdatasync commits as fsync does
             inode = vol.names.get(op.path)
             if inode is not None:
                 self.nodes[inode].sync()
@@ -569,14 +605,49 @@ class _Explorer:
             names_used = (path,)
         elif kind is _OP_RENAME:
             dst = op.dst or ""
-            rec = _Meta(_RENAME, path, vol.names.get(path, 0), dst=dst)
+            if path in vol.dirs:
+                if dst == path:
+                    self._apply(op)  # a directory renamed onto itself: nothing happens
+                    return
+                rec = _Meta(_MOVE, path, 0, dst=dst)
+                names_used = (path, parent_dir(dst))
+            else:
+                inode = vol.names.get(path, 0)
+                if inode and dst != path and vol.names.get(dst) == inode:
+                    self._apply(op)  # two names of one inode: rename(2) does nothing
+                    return
+                rec = _Meta(_RENAME, path, inode, dst=dst)
+                names_used = (path, parent_dir(dst))
+        elif kind is _OP_LINK:
+            dst = op.dst or ""
+            rec = _Meta(_LINK, path, vol.names.get(path, 0), dst=dst)
             names_used = (path, parent_dir(dst))
+        elif kind is _OP_RMDIR:
+            rec = _Meta(_RMDIR, path, 0)
+            names_used = (path,)
         else:
             rec = _Meta(_UNLINK, path, vol.names.get(path, 0))
             names_used = (path,)
         if self.reorder:
             creator = self.creator
-            rec.deps = tuple(c for c in (creator.get(n) for n in names_used) if c is not None)
+            deps = [c for n in names_used for c in creator.get(n, ())]
+            if rec.kind == _RMDIR or (rec.kind == _MOVE and rec.dst in vol.dirs):
+                # a directory goes only once the removals of its entries persisted
+                emptied = rec.path if rec.kind == _RMDIR else rec.dst
+                deps += [
+                    q
+                    for q in range(self.cp, position)
+                    if self.meta[q].kind in (_UNLINK, _RENAME, _RMDIR, _MOVE)
+                    and parent_dir(self.meta[q].path) == emptied
+                ]
+            rec.deps = tuple(deps)
+        if rec.kind == _MOVE and self.reorder:
+            # what the directory holds now lives under dst, only if the move persisted
+            prefix = path + "/"
+            cut = len(path)
+            moved = [p for p in (*vol.dirs, *vol.names) if p == path or p.startswith(prefix)]
+            for p in moved:
+                self.creator[rec.dst + p[cut:]] = (*self.creator.pop(p, ()), position)
         self._apply(op)
         if rec.kind == _NEW:
             self.nodes[rec.inode] = _Inode(b"")
@@ -587,20 +658,25 @@ class _Explorer:
         if self.reorder:
             if rec.kind == _RENAME:
                 creator.pop(path, None)
-                creator[rec.dst] = position
+                creator[rec.dst] = (position,)
                 self.pending[position] = {parent_dir(path), parent_dir(rec.dst)}
-            elif rec.kind == _UNLINK:
+            elif rec.kind == _MOVE:
+                self.pending[position] = {parent_dir(path), parent_dir(rec.dst)}
+            elif rec.kind == _LINK:
+                creator[rec.dst] = (position,)
+                self.pending[position] = {parent_dir(rec.dst)}
+            elif rec.kind == _UNLINK or rec.kind == _RMDIR:
                 creator.pop(path, None)
                 self.pending[position] = {parent_dir(path)}
             elif rec.kind == _TRUNC:
                 self.pending[position] = {f"\0{rec.inode}"}
                 self.trunc_pending.setdefault(rec.inode, []).append(position)
             else:
-                creator[path] = position
+                creator[path] = (position,)
                 self.pending[position] = {parent_dir(path)}
         self.meta.append(rec)
         rec.replay(self.tip_names, self.tip_dirs)
-        dirs_t = _dirs_tuple(self.tip_dirs) if rec.kind == _MKDIR else self.chain[-1].dirs
+        dirs_t = _dirs_tuple(self.tip_dirs) if rec.kind in _DIR_CHANGES else self.chain[-1].dirs
         self.chain.append(
             _Choice(tuple(sorted(self.tip_names.items())), dirs_t, position + 1, _NONE)
         )
@@ -697,7 +773,7 @@ class _Explorer:
                     rec = meta[position]
                     if lost_with[position - cp] & chosen:
                         dropped.append(position)
-                        lost_dir = lost_dir or rec.kind == _MKDIR
+                        lost_dir = lost_dir or rec.kind in _DIR_CHANGES
                     else:
                         rec.replay(names, dirs)
                 items = tuple(sorted(names.items()))
@@ -740,12 +816,20 @@ class _Explorer:
         block_size = self.model.block_size
         volatile = self.volatile
         slots: list[tuple[int, _Options]] = []
+        followers: list[tuple[int, int]] = []
+        slotted: dict[int, int] = {}  # inode -> the item holding its slot
         for i, variant in zip(live, variants, strict=True):
             inode = items[i][1]
+            leader = slotted.get(inode)
+            if leader is not None:
+                contents[i] = contents[leader]
+                followers.append((i, leader))
+                continue
             if variant is None:
                 opts = nodes[inode].options(block_size) if volatile else None
                 if opts is not None:  # its whole content is option 0
                     slots.append((i, opts))
+                    slotted[inode] = i
                 continue
             vkey = (inode, *variant)
             found = special.get(vkey)
@@ -761,7 +845,8 @@ class _Explorer:
             else:
                 contents[i] = found[0]
                 slots.append((i, found))
-        return _Frame(items, contents, slots, choice.dirs, key)
+                slotted[inode] = i
+        return _Frame(items, contents, slots, choice.dirs, key, tuple(followers))
 
     def data_bound(self) -> int:
         """At most how many data combinations one metadata choice can have."""
@@ -958,7 +1043,11 @@ class PowerLossFamily:
                 path = op.path
                 durable = False
                 for nxt in later:
-                    if nxt.kind is _OP_FSYNC and nxt.path == path and nxt.errno is None:
+                    if (
+                        (nxt.kind is _OP_FSYNC or nxt.kind is _OP_FDATASYNC)
+                        and nxt.path == path
+                        and nxt.errno is None
+                    ):
                         durable = True
                         break
                     if nxt.kind is _OP_RENAME and nxt.path == path and nxt.dst:
@@ -970,7 +1059,10 @@ class PowerLossFamily:
                 if op.dst:
                     parents.add(posixpath.dirname(op.dst))
                 if op.kind is _OP_TRUNCATE:
-                    durable = any(n.kind is _OP_FSYNC and n.path == op.path for n in later)
+                    durable = any(
+                        (n.kind is _OP_FSYNC or n.kind is _OP_FDATASYNC) and n.path == op.path
+                        for n in later
+                    )
                 else:
                     durable = all(
                         any(n.kind is _OP_FSYNC_DIR and n.path == p for n in later) for p in parents

@@ -27,10 +27,10 @@ class FileSystem(Protocol):
     """What a storage may do to a disk: mutating calls, barriers, and reads.
 
     Mutating calls (recorded as operations in a trace): ``mkdir``, ``create``,
-    ``write``, ``truncate``, ``rename``, ``unlink``. Barriers: ``fsync``,
-    ``fsync_dir``. Reads (recorded as non-mutating events): ``read``,
-    ``exists``, ``listdir``, ``size``, ``is_dir``. Locks (recorded as non-mutating
-    events, no effect on crash states): ``lock``, ``unlock``.
+    ``write``, ``truncate``, ``rename``, ``unlink``, ``rmdir``, ``link``. Barriers:
+    ``fsync``, ``fdatasync``, ``fsync_dir``. Reads (recorded as non-mutating events):
+    ``read``, ``exists``, ``listdir``, ``size``, ``is_dir``. Locks (recorded as
+    non-mutating events, no effect on crash states): ``lock``, ``unlock``.
     """
 
     def mkdir(self, path: str) -> None:
@@ -55,14 +55,31 @@ class FileSystem(Protocol):
         """Set the file's size in bytes (extension reads back as zero bytes)."""
 
     def rename(self, src: str, dst: str) -> None:
-        """Atomically replace ``dst`` by ``src`` (POSIX ``rename``/``os.replace``).
-        Raises ENOENT if ``src`` is absent."""
+        """Atomically replace ``dst`` by ``src`` (POSIX ``rename``/``os.replace``), a file
+        or a directory with its subtree. Raises ENOENT if ``src`` is absent; EISDIR (a
+        file onto a directory), ENOTDIR (a directory onto a file), ENOTEMPTY (onto a
+        non-empty directory), EINVAL (a directory into itself)."""
 
     def unlink(self, path: str) -> None:
-        """Remove a file. Raises ENOENT if absent, EISDIR/EPERM on a directory."""
+        """Remove a name of a file (its inode goes with its last name). Raises ENOENT
+        if absent, EISDIR/EPERM on a directory."""
+
+    def rmdir(self, path: str) -> None:
+        """Remove an empty directory. Raises ENOENT if absent, ENOTDIR on a file,
+        ENOTEMPTY if it has entries, EBUSY for ``/``."""
+
+    def link(self, src: str, dst: str) -> None:
+        """Give file ``src``'s inode the new name ``dst`` (a hard link: both names
+        read and write one content). Raises ENOENT (``src`` or ``dst``'s parent
+        absent), EEXIST (``dst`` exists), EPERM (``src`` is a directory)."""
 
     def fsync(self, path: str) -> None:
-        """Make the file's data and size durable (and, as on ext4, earlier metadata)."""
+        """Make the file's data, size and inode durable; what else it commits is the
+        persistence model family's rule (FAULT-MODEL.md §3)."""
+
+    def fdatasync(self, path: str) -> None:
+        """Make the file's data and a grown size durable, and no other metadata
+        (``fdatasync(2)``). Raises as ``fsync``."""
 
     def fsync_dir(self, path: str) -> None:
         """Make the directory's entries durable."""

@@ -194,7 +194,7 @@ class RecordingFileSystem:
             )
             raise os_error(_errno.ENOSPC, op.path)
         code = fault.errno
-        lost = fault.kind is FaultKind.FSYNC_LOST and op.kind is OpKind.FSYNC
+        lost = fault.kind is FaultKind.FSYNC_LOST and op.kind in (OpKind.FSYNC, OpKind.FDATASYNC)
         self._record(
             Op(
                 op_index,
@@ -264,8 +264,17 @@ class RecordingFileSystem:
     def unlink(self, path: str) -> None:
         self._mutate(OpKind.UNLINK, path, self.inner.unlink, path)
 
+    def rmdir(self, path: str) -> None:
+        self._mutate(OpKind.RMDIR, path, self.inner.rmdir, path)
+
+    def link(self, src: str, dst: str) -> None:
+        self._mutate(OpKind.LINK, src, self.inner.link, src, dst, dst=dst)
+
     def fsync(self, path: str) -> None:
         self._mutate(OpKind.FSYNC, path, self.inner.fsync, path)
+
+    def fdatasync(self, path: str) -> None:
+        self._mutate(OpKind.FDATASYNC, path, self.inner.fdatasync, path)
 
     def fsync_dir(self, path: str) -> None:
         self._mutate(OpKind.FSYNC_DIR, path, self.inner.fsync_dir, path)

@@ -18,8 +18,10 @@ What is not replayed is never dropped silently:
   and interpreter caches: Python bytecode in ``__pycache__``, ``node-compile-cache``);
 * a call the model cannot represent on a file of the directory (``mmap`` shared and
   writable, ``msync``, ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``,
-  ``io_uring_*``, ``link``, ``symlink``, ``rmdir``, ``sync``, ``openat2`` ...) is
-  *unsupported*, by name: the verdict is incomplete.
+  ``io_uring_*``, ``symlink``, ``sync``, ``openat2`` ...) is *unsupported*, by
+  name: the verdict is incomplete. ``rmdir`` (and ``unlinkat`` with
+  ``AT_REMOVEDIR``), ``link``/``linkat``, ``fdatasync`` (distinct from ``fsync``) and
+  the rename of a directory are operations of the trace.
 """
 
 from __future__ import annotations
@@ -493,7 +495,10 @@ class StraceReplay:
                 if self.model_path(real) is not None:
                     self._unsupported(name, "on a descriptor not opened in the trace")
                 return
-            tab.fsync(entry.tfd)
+            if name == "fsync":
+                tab.fsync(entry.tfd)
+            else:
+                tab.fdatasync(entry.tfd)
             return
         if name == "close":
             self._close(proc, _fd(a[0])[0])
@@ -556,9 +561,6 @@ class StraceReplay:
                 if msrc is not None or mdst is not None:
                     self._unsupported(name, "across the directory's boundary")
                 return
-            if self.fs.is_dir(msrc):
-                self._unsupported(name, "of a directory")
-                return
             tab.rename(msrc, mdst)
             return
         if name in ("unlink", "unlinkat", "rmdir"):
@@ -572,7 +574,7 @@ class StraceReplay:
             if mpath is None:
                 self._outside(name, real)
             elif rmdir:
-                self._unsupported("rmdir", "removing a directory")
+                tab.rmdir(mpath)
             else:
                 tab.unlink(mpath)
             return
@@ -595,17 +597,32 @@ class StraceReplay:
             else:
                 self.fs.truncate(mpath, _int(a[1]))
             return
-        if name in ("link", "linkat", "symlink", "symlinkat"):
+        if name in ("link", "linkat"):
             if name == "linkat":
-                real = self._resolve(proc, _fd(a[2])[1], _str(a[3]))
-            elif name == "symlinkat":
+                src = self._resolve(proc, _fd(a[0])[1], _str(a[1]))
+                dst = self._resolve(proc, _fd(a[2])[1], _str(a[3]))
+            else:
+                src = self._resolve(proc, "", _str(a[0]))
+                dst = self._resolve(proc, "", _str(a[1]))
+            msrc, mdst = self.model_path(src), self.model_path(dst)
+            if mdst is None:
+                self._outside(name, dst)
+                if msrc is not None:
+                    self._unsupported(name, "across the directory's boundary")
+            elif msrc is None:
+                self._unsupported(name, "of a file outside the directory")
+            else:
+                tab.link(msrc, mdst)
+            return
+        if name in ("symlink", "symlinkat"):
+            if name == "symlinkat":
                 real = self._resolve(proc, _fd(a[1])[1], _str(a[2]))
             else:
                 real = self._resolve(proc, "", _str(a[1]))
             if self.model_path(real) is None:
                 self._outside(name, real)
             else:
-                self._unsupported(name, "the model has no links")
+                self._unsupported(name, "the model has no symbolic links")
             return
         if name in ("sync", "syncfs"):
             self._unsupported(name, "a whole-filesystem flush")

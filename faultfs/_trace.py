@@ -27,13 +27,22 @@ class OpKind(str, enum.Enum):
     TRUNCATE = "truncate"
     """Set a file's size (metadata)."""
     RENAME = "rename"
-    """Atomically replace ``dst`` by ``path`` (metadata)."""
+    """Atomically replace ``dst`` by ``path``, a file or a directory with its subtree
+    (metadata)."""
     UNLINK = "unlink"
-    """Remove a file (metadata)."""
+    """Remove a name of a file; its inode goes with its last name (metadata)."""
     FSYNC = "fsync"
-    """Make a file's data and size durable; commits earlier metadata (barrier)."""
+    """Make a file's data, size and inode durable; what else it commits is the model
+    family's rule (barrier)."""
     FSYNC_DIR = "fsync_dir"
     """Make a directory's entries durable (barrier)."""
+    FDATASYNC = "fdatasync"
+    """Make a file's data and a grown size durable; commits no other metadata
+    (barrier, data)."""
+    RMDIR = "rmdir"
+    """Remove an empty directory (metadata)."""
+    LINK = "link"
+    """Give the inode of file ``path`` a second name ``dst`` (a hard link; metadata)."""
     READ = "read"
     """Non-mutating: read a whole file."""
     EXISTS = "exists"
@@ -57,17 +66,11 @@ class OpKind(str, enum.Enum):
 
     @property
     def barrier(self) -> bool:
-        return self in (OpKind.FSYNC, OpKind.FSYNC_DIR)
+        return self in _BARRIERS
 
     @property
     def metadata(self) -> bool:
-        return self in (
-            OpKind.MKDIR,
-            OpKind.CREATE,
-            OpKind.TRUNCATE,
-            OpKind.RENAME,
-            OpKind.UNLINK,
-        )
+        return self in _METADATA
 
 
 _MUTATING = frozenset(
@@ -80,6 +83,21 @@ _MUTATING = frozenset(
         OpKind.UNLINK,
         OpKind.FSYNC,
         OpKind.FSYNC_DIR,
+        OpKind.FDATASYNC,
+        OpKind.RMDIR,
+        OpKind.LINK,
+    }
+)
+_BARRIERS = frozenset({OpKind.FSYNC, OpKind.FSYNC_DIR, OpKind.FDATASYNC})
+_METADATA = frozenset(
+    {
+        OpKind.MKDIR,
+        OpKind.CREATE,
+        OpKind.TRUNCATE,
+        OpKind.RENAME,
+        OpKind.UNLINK,
+        OpKind.RMDIR,
+        OpKind.LINK,
     }
 )
 
@@ -92,8 +110,8 @@ class Op:
         index: for a mutating op, its position among mutating ops (0-based); for a
             non-mutating event, the number of mutating ops recorded before it.
         kind: what it did.
-        path: the path operated on (the source of a rename; empty for a mark).
-        dst: the destination of a rename.
+        path: the path operated on (the source of a rename or link; empty for a mark).
+        dst: the destination of a rename, the new name of a link.
         offset: byte offset of a write.
         data: bytes of a write.
         size: new size of a truncate, in bytes.
@@ -116,8 +134,8 @@ class Op:
         k = self.kind
         if k is OpKind.MARK:
             text = f"mark({self.label!r})"
-        elif k is OpKind.RENAME:
-            text = f"rename({self.path!r}, {self.dst!r})"
+        elif k is OpKind.RENAME or k is OpKind.LINK:
+            text = f"{k.value}({self.path!r}, {self.dst!r})"
         elif k is OpKind.WRITE:
             text = f"write({self.path!r}, offset={self.offset}, {len(self.data)} bytes)"
         elif k is OpKind.TRUNCATE:

@@ -74,6 +74,7 @@ PUBLIC: dict[str, set[str]] = {
         "Description",
         "DescriptorTable",
         "FAMILIES",
+        "FS_MODELS",
         "Family",
         "Fault",
         "FaultKind",

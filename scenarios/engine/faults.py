@@ -57,6 +57,9 @@ FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
     OpKind.UNLINK: ((errno.EACCES, _E), (errno.EIO, _E), (errno.EROFS, _E), (errno.ENOENT, _E)),
     OpKind.FSYNC: ((errno.EIO, _E), (errno.EIO, FaultKind.FSYNC_LOST)),
     OpKind.FSYNC_DIR: ((errno.EIO, _E),),
+    OpKind.FDATASYNC: ((errno.EIO, _E), (errno.EIO, FaultKind.FSYNC_LOST)),
+    OpKind.RMDIR: ((errno.EACCES, _E), (errno.EIO, _E), (errno.EROFS, _E)),
+    OpKind.LINK: ((errno.EXDEV, _E), (errno.EIO, _E), (errno.ENOSPC, _E), (errno.EROFS, _E)),
 }
 """The faults each kind of operation can suffer (FAULT-MODEL.md §2)."""
 

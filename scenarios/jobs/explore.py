@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...core._codec import decode_memo
-from ...faultfs import MODELS
+from ...faultfs import get_model
 from ..engine.explore import EngineResult, fault_spec
 from ..engine.faults import fault_plan, parse_fault
 from ..engine.pool import worker_pool
@@ -122,7 +122,7 @@ def run_task(task: Task) -> list[EngineResult]:
     """Run one task (in a worker process or in this one): one result per model of
     ``task.all_models``."""
     workload = SCENARIOS[task.scenario]
-    models = [MODELS[name] for name in task.all_models]
+    models = [get_model(name) for name in task.all_models]
     if task.reorder_bound is not None:
         models = [dataclasses.replace(m, reorder_bound=task.reorder_bound) for m in models]
     target = get_target(task.target)

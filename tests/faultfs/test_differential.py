@@ -242,6 +242,92 @@ SCRIPTS: dict[str, list[Call]] = {
     ],
 }
 
+# --- FAULT-MODEL §1, 2026-12-02: rmdir, link, fdatasync, the rename of a directory ------
+SCRIPTS.update(
+    {
+        "rmdir": [
+            ("rmdir", "/base/missing"),
+            ("create", "/base/f"),
+            ("rmdir", "/base/f"),
+            ("rmdir", "/base/f/g"),
+            ("mkdir", "/base/d"),
+            ("mkdir", "/base/d/e"),
+            ("rmdir", "/base/d"),  # not empty
+            ("rmdir", "/base/d/e"),
+            ("rmdir", "/base/d"),
+            ("exists", "/base/d"),
+            ("mkdir", "/base/d"),  # the name is free again (it was EEXIST before)
+            ("create", "/base/d/x"),
+            ("rmdir", "/base/d"),
+            ("unlink", "/base/d/x"),
+            ("rmdir", "/base/d"),
+            ("listdir", "/base"),
+        ],
+        "link": [
+            ("create", "/base/f"),
+            ("write", "/base/f", 0, b"one"),
+            ("link", "/base/f", "/base/g"),
+            ("read", "/base/g"),
+            ("write", "/base/g", 3, b" two"),  # one inode: both names read it
+            ("read", "/base/f"),
+            ("link", "/base/f", "/base/g"),  # EEXIST
+            ("link", "/base/missing", "/base/h"),
+            ("link", "/base/f", "/base/missing/h"),
+            ("link", "/base/f/x", "/base/h"),
+            ("mkdir", "/base/d"),
+            ("link", "/base/d", "/base/e"),  # EPERM: no link to a directory
+            ("link", "/base/f", "/base/d"),  # EEXIST
+            ("link", "/base/f", "/base/d/f"),
+            ("unlink", "/base/f"),  # the inode keeps its other names
+            ("read", "/base/g"),
+            ("truncate", "/base/d/f", 2),
+            ("read", "/base/g"),
+            ("rename", "/base/g", "/base/d/f"),  # two names of one inode: nothing happens
+            ("exists", "/base/g"),
+            ("create", "/base/h"),
+            ("rename", "/base/h", "/base/g"),  # replaces one name only
+            ("read", "/base/d/f"),
+            ("unlink", "/base/d/f"),
+            ("listdir", "/base"),
+        ],
+        "fdatasync": [
+            ("fdatasync", "/base/missing"),
+            ("mkdir", "/base/d"),
+            ("fdatasync", "/base/d"),
+            ("create", "/base/f"),
+            ("write", "/base/f", 0, b"data"),
+            ("fdatasync", "/base/f"),
+            ("fdatasync", "/base/f/g"),
+            ("read", "/base/f"),
+        ],
+        "rename of a directory": [
+            ("mkdir", "/base/d"),
+            ("mkdir", "/base/d/sub"),
+            ("create", "/base/d/sub/f"),
+            ("write", "/base/d/sub/f", 0, b"deep"),
+            ("create", "/base/d/g"),
+            ("rename", "/base/d", "/base/e"),  # the subtree moves
+            ("read", "/base/e/sub/f"),
+            ("exists", "/base/d"),
+            ("rename", "/base/e", "/base/e/sub/x"),  # EINVAL: into itself
+            ("rename", "/base/e", "/base/e"),
+            ("mkdir", "/base/empty"),
+            ("rename", "/base/e", "/base/empty"),  # replaces an empty directory
+            ("mkdir", "/base/full"),
+            ("create", "/base/full/x"),
+            ("rename", "/base/empty", "/base/full"),  # ENOTEMPTY
+            ("create", "/base/file"),
+            ("rename", "/base/empty", "/base/file"),  # ENOTDIR
+            ("rename", "/base/file", "/base/full"),  # EISDIR
+            ("rename", "/base/empty/sub", "/base"),  # the target is an ancestor
+            ("rename", "/base/empty/sub", "/base/missing/x"),
+            ("rename", "/base/empty/sub", "/base/top"),
+            ("listdir", "/base/top"),
+            ("rmdir", "/base/empty"),  # g is still in it
+        ],
+    }
+)
+
 # --- NAME_MAX: 255 bytes per component (ENAMETOOLONG once the lookup reaches it) --------
 LONG = "n" * 256  # one byte over NAME_MAX
 FITS = "m" * 255  # exactly NAME_MAX
@@ -392,7 +478,10 @@ calls = st.one_of(
     st.tuples(st.just("truncate"), paths, st.integers(0, 8)),
     st.tuples(st.just("rename"), paths, paths),
     st.tuples(st.just("unlink"), paths),
+    st.tuples(st.just("rmdir"), paths),
+    st.tuples(st.just("link"), paths, paths),
     st.tuples(st.just("fsync"), paths),
+    st.tuples(st.just("fdatasync"), paths),
     st.tuples(st.just("fsync_dir"), st.sampled_from([*PATHS, "/base"])),
     st.tuples(st.just("read"), paths),
     st.tuples(st.just("exists"), paths),

@@ -369,8 +369,10 @@ def test_tempfile_surface(tmp_path: pathlib.Path) -> None:
     assert names["named"] == b"named"
     assert sum(1 for n in names if n.endswith(".tmp")) == 1
     assert not any(v == b"dropped" for v in names.values())  # deleted on close
-    # TemporaryDirectory's cleanup removes a directory: not in the protocol yet
-    assert icpt.unsupported == ["os.rmdir"]
+    # TemporaryDirectory's cleanup removes its directory (rmdir is an operation)
+    assert icpt.unsupported == []
+    assert [n for n in fs.listdir(BASE) if fs.is_dir(BASE + "/" + n)] == []
+    assert "rmdir" in [o.kind.value for o in fs.trace.ops]
 
 
 def test_attribute_changes_are_accepted_without_a_trace_op() -> None:
@@ -483,7 +485,7 @@ def test_unsupported_calls_are_reported_by_name_in_order() -> None:
         with open(base + "/f", "wb") as f:
             f.write(b"x" * 10)
         with pytest.raises(OSError):
-            os.link(base + "/f", base + "/g")
+            os.symlink(base + "/f", base + "/g")
         fd = os.open(base + "/f", os.O_RDWR)
         with pytest.raises(OSError):
             mmap.mmap(fd, 10)
@@ -493,11 +495,12 @@ def test_unsupported_calls_are_reported_by_name_in_order() -> None:
         with pytest.raises(OSError):
             subprocess.run(["true"])
         os.sync()
-        os.link  # noqa: B018 - looked up again: reported once
+        with pytest.raises(OSError):
+            os.symlink(base + "/f", base + "/h")  # called again: reported once
 
     fs, icpt = run(code)
     assert icpt.unsupported == [
-        "os.link",
+        "os.symlink",
         "mmap.mmap",
         "fcntl.flock",
         "sqlite3.connect",
@@ -677,7 +680,8 @@ def _all_kinds_of_target(base: str) -> None:
         lambda: open(outside, "w").close(),
         lambda: os.makedirs("/data/sessions"),
         lambda: shutil.copyfile(base + "/p3.txt", outside + ".copy"),
-        lambda: os.link(base + "/p3.txt", base + "/hard"),
+        lambda: os.link(base + "/p3.txt", base + "/hard"),  # modelled: into the model
+        lambda: os.symlink(base + "/p3.txt", base + "/soft"),
         lambda: subprocess.run(["touch", outside + ".child"]),
         lambda: os.system("touch " + outside + ".system"),
         lambda: sqlite3.connect(base + "/db.sqlite").execute("create table t (x)"),
@@ -708,9 +712,10 @@ def test_nothing_touches_the_real_disk_while_intercepted(tmp_path: pathlib.Path)
     assert outside in icpt.escapes and "/data/sessions" in icpt.escapes
     assert fs.exists(outside)  # the escape went to the model
     assert not any(os.path.exists(outside + s) for s in ("", ".copy", ".child", ".system", ".path"))
-    assert {"os.link", "subprocess.Popen", "os.system", "sqlite3.connect", "mmap.mmap"} <= set(
+    assert {"os.symlink", "subprocess.Popen", "os.system", "sqlite3.connect", "mmap.mmap"} <= set(
         icpt.unsupported
     )
+    assert "os.link" not in icpt.unsupported and fs.exists(BASE + "/hard")
 
 
 def test_harness_code_inside_the_block_keeps_the_real_disk(tmp_path: pathlib.Path) -> None:
@@ -880,3 +885,59 @@ def test_reads_outside_the_base_directory_fall_back_to_the_real_disk_read_only()
     assert here in icpt.outside_reads and here in icpt.escapes
     with open(here, "rb") as f:
         assert f.read() == original
+
+
+def test_rmdir_link_fdatasync_and_directory_renames_are_operations() -> None:
+    """FAULT-MODEL §1 (2026-12-02): recorded, and a descriptor follows its inode across a
+    directory rename and onto its other name once the first is unlinked."""
+
+    def code(base: str) -> None:
+        os.makedirs(base + "/a/b")
+        with open(base + "/a/b/f", "wb") as f:
+            f.write(b"x")
+            f.flush()
+            os.fdatasync(f.fileno())
+        fd = os.open(base + "/a/b/f", os.O_WRONLY)
+        os.rename(base + "/a", base + "/c")
+        os.write(fd, b"y")  # the inode now lives at c/b/f
+        os.link(base + "/c/b/f", base + "/g")
+        os.unlink(base + "/c/b/f")
+        os.fsync(fd)  # the inode's remaining name
+        os.close(fd)
+        os.removedirs(base + "/c/b")  # c/b, then c; never the base directory
+
+    fs, icpt = run(code)
+    assert icpt.unsupported == [] and icpt.escapes == []
+    assert [(o.kind.value, o.path, o.dst) for o in fs.trace.ops] == [
+        ("mkdir", "/base/a", None),
+        ("mkdir", "/base/a/b", None),
+        ("create", "/base/a/b/f", None),
+        ("write", "/base/a/b/f", None),
+        ("fdatasync", "/base/a/b/f", None),
+        ("rename", "/base/a", "/base/c"),
+        ("write", "/base/c/b/f", None),
+        ("link", "/base/c/b/f", "/base/g"),
+        ("unlink", "/base/c/b/f", None),
+        ("fsync", "/base/g", None),
+        ("rmdir", "/base/c/b", None),
+        ("rmdir", "/base/c", None),
+    ]
+    assert fs.listdir(BASE) == ["g"] and fs.read(BASE + "/g") == b"y"
+
+
+def test_an_rmdir_of_a_non_empty_directory_fails_as_on_linux() -> None:
+    def code(base: str) -> None:
+        os.mkdir(base + "/d")
+        open(base + "/d/f", "w").close()
+        with pytest.raises(OSError) as info:
+            os.rmdir(base + "/d")
+        assert info.value.errno == errno.ENOTEMPTY
+        with pytest.raises(NotADirectoryError):
+            os.rmdir(base + "/d/f")
+
+    fs, icpt = run(code)
+    assert icpt.unsupported == [] and fs.is_dir(BASE + "/d")
+    assert [o.errno for o in fs.trace.ops if o.kind is OpKind.RMDIR] == [
+        errno.ENOTEMPTY,
+        errno.ENOTDIR,
+    ]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import pytest
 from crashpoint.faultfs import MemoryFileSystem, RecordingFileSystem, intercept
+from crashpoint.faultfs._strace import StraceReplay, parse_log
 
 BASE = "/base"
 VALUE = {f"k{i:04d}": "v" * 80 for i in range(100)}  # about 9 KB of JSON
@@ -94,6 +95,24 @@ def descriptor_calls(base: str) -> None:
     os.unlink(base + "/e")
 
 
+def links_and_directories(base: str) -> None:
+    """maildir-style: a message written in tmp/, fdatasynced, linked into new/ and
+    unlinked from tmp/; a directory renamed and removed; a directory fsync."""
+    os.mkdir(base + "/tmp")
+    os.mkdir(base + "/new")
+    fd = os.open(base + "/tmp/m", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b"mail")
+    os.fdatasync(fd)
+    os.close(fd)
+    os.link(base + "/tmp/m", base + "/new/m")
+    os.unlink(base + "/tmp/m")
+    os.rename(base + "/tmp", base + "/old")
+    os.rmdir(base + "/old")
+    dfd = os.open(base + "/new", os.O_RDONLY)
+    os.fsync(dfd)
+    os.close(dfd)
+
+
 PATTERNS: dict[str, Callable[[str], None]] = {
     f.__name__: f
     for f in (
@@ -106,6 +125,7 @@ PATTERNS: dict[str, Callable[[str], None]] = {
         pathlib_write_text,
         append_log,
         descriptor_calls,
+        links_and_directories,
     )
 }
 
@@ -193,7 +213,7 @@ def _parse(lines: list[str], base: str) -> list[Call]:
         elif call in ("fsync", "fdatasync"):
             entry = fds.get((pid, int(parts[0])))
             if entry is not None:
-                kind = "fsync_dir" if entry[3] else "fsync"
+                kind = "fsync_dir" if entry[3] else call  # fdatasync is its own op
                 calls.append((kind, str(entry[0]), None, 0, 0))
         elif call == "ftruncate":
             entry = fds.get((pid, int(parts[0])))
@@ -208,10 +228,25 @@ def _parse(lines: list[str], base: str) -> list[Call]:
             if not (inside(src) or inside(dst)):
                 continue
             calls.append(("rename", src, dst, 0, 0))
+            if src in dirs:  # a directory: its subtree moves
+                moved = {p for p in dirs | set(sizes) if p == src or p.startswith(src + "/")}
+                for p in moved:
+                    if p in dirs:
+                        dirs.discard(p)
+                        dirs.add(dst + p[len(src) :])
+                    else:
+                        sizes[dst + p[len(src) :]] = sizes.pop(p)
+                continue
             sizes[dst] = sizes.pop(src)
             for entry in fds.values():
                 if entry[0] == src:
                     entry[0] = dst
+        elif call in ("link", "linkat") and inside(paths[1]):
+            calls.append(("link", paths[0], paths[1], 0, 0))
+            sizes[paths[1]] = sizes[paths[0]]
+        elif (call == "rmdir" or "AT_REMOVEDIR" in args) and inside(paths[0]):
+            calls.append(("rmdir", paths[0], None, 0, 0))
+            dirs.discard(paths[0])
         elif call in ("unlink", "unlinkat") and inside(paths[0]):
             calls.append(("unlink", paths[0], None, 0, 0))
             sizes.pop(paths[0], None)
@@ -263,6 +298,55 @@ def test_intercepted_calls_match_strace_one_by_one(name: str, tmp_path: pathlib.
         kernel = _normalise(_parse(f.read().splitlines(), base), base)
     assert kernel, "strace saw no call under the base directory"
     assert _intercepted(name) == kernel
+
+
+def test_the_replay_records_rmdir_link_fdatasync_and_a_directory_rename() -> None:
+    """A canned log (the format of :func:`strace_argv`: ``-y``, ``-X raw``, ``-xx``)."""
+
+    def x(text: str) -> str:
+        return "".join(f"\\x{b:02x}" for b in text.encode())
+
+    r = "/r/dir"
+    cwd = f"-100<{x('/w')}>"
+    log = "\n".join(
+        [
+            f'7 mkdir("{x(r + "/tmp")}", 0777) = 0',
+            f'7 mkdir("{x(r + "/new")}", 0777) = 0',
+            f'7 openat({cwd}, "{x(r + "/tmp/m")}", 0xc1, 0644) = 3<{x(r + "/tmp/m")}>',
+            f'7 write(3<{x(r + "/tmp/m")}>, "{x("mail")}", 4) = 4',
+            f"7 fdatasync(3<{x(r + '/tmp/m')}>) = 0",
+            f'7 linkat({cwd}, "{x(r + "/tmp/m")}", {cwd}, "{x(r + "/new/m")}", 0) = 0',
+            f"7 fsync(3<{x(r + '/new/m')}>) = 0",
+            f"7 close(3<{x(r + '/new/m')}>) = 0",
+            f'7 unlink("{x(r + "/tmp/m")}") = 0',
+            f'7 link("{x(r + "/new/m")}", "{x(r + "/new/n")}") = 0',
+            f'7 rename("{x(r + "/tmp")}", "{x(r + "/old")}") = 0',
+            f'7 mkdir("{x(r + "/old/sub")}", 0777) = 0',
+            f'7 rmdir("{x(r + "/old/sub")}") = 0',
+            f'7 unlinkat({cwd}, "{x(r + "/old")}", 0x200) = 0',
+            "7 +++ exited with 0 +++",
+        ]
+    )
+    fs = RecordingFileSystem(MemoryFileSystem(dirs=("/m",)))
+    replay = StraceReplay(fs, r, "/m", cwd="/w")
+    replay.feed(parse_log(log))
+    assert replay.unsupported == [] and replay.escapes == [] and replay.mismatched == []
+    assert [(o.kind.value, o.path, o.dst) for o in fs.trace.ops] == [
+        ("mkdir", "/m/tmp", None),
+        ("mkdir", "/m/new", None),
+        ("create", "/m/tmp/m", None),
+        ("write", "/m/tmp/m", None),
+        ("fdatasync", "/m/tmp/m", None),
+        ("link", "/m/tmp/m", "/m/new/m"),
+        ("fsync", "/m/tmp/m", None),  # the descriptor still names tmp/m: one inode
+        ("unlink", "/m/tmp/m", None),
+        ("link", "/m/new/m", "/m/new/n"),
+        ("rename", "/m/tmp", "/m/old"),
+        ("mkdir", "/m/old/sub", None),
+        ("rmdir", "/m/old/sub", None),
+        ("rmdir", "/m/old", None),
+    ]
+    assert fs.listdir("/m") == ["new"] and fs.read("/m/new/n") == b"mail"
 
 
 def test_parser_reads_a_strace_log() -> None:

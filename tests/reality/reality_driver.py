@@ -125,6 +125,15 @@ class RootedFileSystem:
     def fsync_dir(self, path: str) -> None:
         self.os.fsync_dir(self._p(path))
 
+    def fdatasync(self, path: str) -> None:
+        self.os.fdatasync(self._p(path))
+
+    def rmdir(self, path: str) -> None:
+        self.os.rmdir(self._p(path))
+
+    def link(self, src: str, dst: str) -> None:
+        self.os.link(self._p(src), self._p(dst))
+
     def read(self, path: str) -> bytes:
         return self.os.read(self._p(path))
 

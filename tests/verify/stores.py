@@ -118,7 +118,8 @@ class WorkerHangingStore(_Base):
 
 
 class LinkStore(_Base):
-    """Publishes with a hard link, which the model cannot represent (incomplete)."""
+    """Publishes with a symbolic link, which the model cannot represent (incomplete;
+    a hard link is modelled since issue 20)."""
 
     def save(self, value: Any) -> None:
         tmp = self.path + ".tmp"
@@ -126,7 +127,7 @@ class LinkStore(_Base):
             json.dump(value, f)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        os.link(tmp, self.path)
+        os.symlink(tmp, self.path)
 
 
 class SubprocessStore(_Base):

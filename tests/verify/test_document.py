@@ -122,7 +122,7 @@ def test_a_hanging_save_is_stopped_by_the_timeout() -> None:
 
 @pytest.mark.parametrize(
     ("factory", "call"),
-    [(stores.LinkStore, "os.link"), (stores.SubprocessStore, "subprocess.Popen")],
+    [(stores.LinkStore, "os.symlink"), (stores.SubprocessStore, "subprocess.Popen")],
 )
 def test_an_unsupported_call_makes_the_verdict_incomplete(factory: object, call: str) -> None:
     result = crashpoint.verify(factory, workloads=["first-save"])  # type: ignore[arg-type]

@@ -216,8 +216,8 @@ def test_an_unsupported_call_is_named_and_the_verdict_incomplete(
     code, out, _ = run(capsys, tmp_path, f"{STORES}:LinkStore", "--workload", "first-save")
     assert code == 1
     rep = report(tmp_path)
-    assert rep["verdict"] == "incomplete" and "os.link" in rep["incomplete"]
-    assert "os.link" in out
+    assert rep["verdict"] == "incomplete" and "os.symlink" in rep["incomplete"]
+    assert "os.symlink" in out
 
     # The violations of an incomplete verdict lie in crash states derived from a trace
     # that lacks the call (the link): said before the counterexample, and in report.md.

@@ -488,9 +488,11 @@ def confinement_violations(ops: Sequence[Op], base_dir: str) -> list[Op]:
     SPEC.md §8). Syncs are not counted: they change no name and no content."""
     found = []
     for op in ops:
-        if not op.kind.mutating or op.kind in (OpKind.FSYNC, OpKind.FSYNC_DIR):
+        if not op.kind.mutating or op.kind.barrier:
             continue
-        if outside(op.path, base_dir) or (op.dst is not None and outside(op.dst, base_dir)):
+        # a link only reads its source: the new name is what it creates
+        source = op.kind is not OpKind.LINK and outside(op.path, base_dir)
+        if source or (op.dst is not None and outside(op.dst, base_dir)):
             found.append(op)
     return found
 

@@ -755,6 +755,18 @@ class _TracingFS:
         self.tainted = True
         self._fs.unlock(path, handle)
 
+    def rmdir(self, path: str) -> None:
+        self.tainted = True
+        self._fs.rmdir(path)
+
+    def link(self, src: str, dst: str) -> None:
+        self.tainted = True
+        self._fs.link(src, dst)
+
+    def fdatasync(self, path: str) -> None:
+        self.tainted = True
+        self._fs.fdatasync(path)
+
     def __getattr__(self, name: str) -> object:
         self.tainted = True  # anything beyond the protocol (the image, the log ...)
         return getattr(self._fs, name)
