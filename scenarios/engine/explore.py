@@ -560,6 +560,7 @@ def explore_models(
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
     observed: dict[str, Obs] | None = None,
+    digests: FileDigests | None = None,
 ) -> list[EngineResult]:
     """Explore ``workload`` of ``kind`` under each of ``models``: one result per model,
     in order, each run recorded once for all of them (a recording does not depend on
@@ -575,6 +576,8 @@ def explore_models(
         shard: ``(K, N)``: only crash states whose identity falls in slice K of N.
         observed: a cache of observations by state digest, to share across
             explorations of one target.
+        digests: the file and state digest memo, to share with the kind's own memos
+            (each file's content is then hashed once).
 
     Returns:
         one :class:`EngineResult` per model.
@@ -585,7 +588,7 @@ def explore_models(
     # a fault exploration (crashes=False) judges F1 even when its plan is empty
     invariants = kind.invariants(faults=bool(faults) or not crashes)
     cache: dict[str, Obs] = observed if observed is not None else {}
-    digests = FileDigests()
+    digests = digests if digests is not None else FileDigests()
     judges = []
     for model in models:
         result = EngineResult(

@@ -237,8 +237,9 @@ class AgentStateKind:
         self.checker = checker
         self.wanted = _wanted(checker, faults=True)
         self._states = _EqualStates()
-        self._digests = FileDigests()
-        self._loads = _LoadMemo(self._digests.file)
+        self.digests = FileDigests()
+        """File and state digests, shared with the engine (each content hashed once)."""
+        self._loads = _LoadMemo(self.digests.file)
         self.probed: dict[str, object] = {}
         self.leaks: dict[str, list[tuple[str, str]]] = {}
         self._known_for: Recording | None = None
@@ -365,7 +366,7 @@ class AgentStateKind:
         if Invariant.S2 in wanted:
             # S2 judges every file of every crash state (SPEC.md §8): each leaking file
             # is reported once, at the first crash point and state where it holds it.
-            digest = self._digests.state(state)
+            digest = self.digests.state(state)
             for path, secret in self._leaks(state, digest):
                 if (path, secret) not in data.leaked:
                     data.leaked.add((path, secret))
@@ -403,7 +404,7 @@ class AgentStateKind:
                 )
         workload = self.workload
         if workload is not None and workload.probe is not None and workload.check is not None:
-            digest = self._digests.state(state)
+            digest = self.digests.state(state)
             probed = self.probed.get(digest, _NOT_PROBED)
             if probed is _NOT_PROBED:
                 probed = self.probed[digest] = workload.probe(state, self.target.factory)
@@ -416,7 +417,7 @@ class AgentStateKind:
         rec: Recording = run.data.recording
         if rec is not self._known_for:
             self._known_for, self._known, self._rendered = rec, _known_blobs(rec), {}
-        digest = self._digests.state(state)
+        digest = self.digests.state(state)
         rendered = self._rendered.get((digest, subject))
         if rendered is None:
             storage = self.target(MemoryFileSystem(state), BASE_DIR)
@@ -516,6 +517,7 @@ def explore_agent(
             fault_window=crash_window,
             crash_point=crash_point,
             shard=shard,
+            digests=kind.digests,
         )
 
 
