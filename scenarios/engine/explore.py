@@ -432,13 +432,14 @@ class FileDigests:
 
     LIMIT = 8 * 2**20
 
-    __slots__ = ("_held", "_sha", "_state_held", "_states")
+    __slots__ = ("_held", "_last", "_sha", "_state_held", "_states")
 
     def __init__(self) -> None:
         self._sha: dict[bytes, bytes] = {}
         self._held = 0
         self._states: dict[tuple[object, object], str] = {}
         self._state_held = 0
+        self._last: tuple[object, str] = (None, "")  # the state asked last (engine, then kind)
 
     def file(self, data: bytes) -> bytes:
         """sha256 of ``data`` (32 bytes)."""
@@ -455,6 +456,9 @@ class FileDigests:
 
     def state(self, state: CrashState) -> str:
         """``state.digest()``, hex."""
+        last, known = self._last
+        if last is state:
+            return known
         if type(state) is not CrashState:  # a subclass may digest otherwise
             return state.digest(self.file)
         key = (state.files, state.dirs)  # what CrashState equality compares
@@ -471,6 +475,7 @@ class FileDigests:
             if size <= self.LIMIT:
                 self._states[key] = found
                 self._state_held += size
+        self._last = (state, found)
         return found
 
 
