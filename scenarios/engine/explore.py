@@ -747,6 +747,7 @@ class _Judge(Generic[W, Obs]):
         by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
 
         for k, finding in kind.trace_findings(run):
+            invariant_info(finding.invariant)  # an unregistered id is a KeyError, no drop
             if k >= from_point and self.crash_point in (None, k) and finding.invariant in wanted:
                 state = state_after(run, k)
                 by_state.setdefault((k, digest_of(state)), []).append((state, finding))
@@ -771,6 +772,7 @@ class _Judge(Generic[W, Obs]):
                 found = judge(run, k, state, obs)  # type: ignore[arg-type]
                 if found:
                     for finding in found:
+                        invariant_info(finding.invariant)  # unregistered: KeyError, no drop
                         if finding.invariant in wanted:
                             by_state.setdefault((k, digest), []).append((state, finding))
             result.check_seconds += time.perf_counter() - t0

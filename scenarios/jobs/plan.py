@@ -18,10 +18,10 @@ from typing import Any
 
 from ...faultfs import Fault, PersistenceModel
 from ...faultfs._canary import Canary
-from ..engine.explore import Counterexample, EngineResult, explore_models
+from ..engine.explore import Counterexample, EngineResult, Run, explore_models, invariant_info
 from ..engine.faults import fault_plan
 from ..kinds.registry import KindEntry, get_kind
-from ..targets.user import make_runner
+from ..targets.user import BadTarget, make_runner
 from .verdict import VerifyResult
 
 __all__ = ["Plan", "run_plan"]
@@ -97,12 +97,15 @@ def _run_generic(entry: KindEntry, plan: Plan, factory: Callable[..., Any]) -> V
     names = plan.workloads if plan.workloads is not None else entry.workloads
     with runner:
         kind = entry.make(runner, plan.target, plan.options)
+        _check_invariants(entry, kind)
         for name in dict.fromkeys(names):
             workload = kind.workload(name)
+            base = kind.record(workload, None)
+            _refuse_silent(entry, plan, base)
             if plan.fault is not None:
                 faults, crashes = [plan.fault], False
             else:
-                faults = fault_plan(kind.record(workload, None).ops) if plan.faults else []
+                faults = fault_plan(base.ops) if plan.faults else []
                 crashes = True
             result.results += explore_models(
                 kind,
@@ -125,6 +128,44 @@ def _run_generic(entry: KindEntry, plan: Plan, factory: Callable[..., Any]) -> V
             first = result.results[0]
             first.counterexamples += [_escape(first, entry, plan, path) for path in escapes]
     return result
+
+
+def _check_invariants(entry: KindEntry, kind: Any) -> None:
+    """No false green from a kind that judges nothing: it must name at least one
+    invariant, each registered (:func:`~crashpoint.scenarios.engine.explore.
+    register_invariants`). Raises BadTarget."""
+    for faults in (False, True):
+        ids = kind.invariants(faults=faults)
+        if not ids:
+            raise BadTarget(f"kind {entry.name!r} judges no invariant: nothing would be verified")
+        for i in ids:
+            try:
+                invariant_info(i)
+            except KeyError:
+                raise BadTarget(
+                    f"kind {entry.name!r} judges invariant {i!r}, which no one registered "
+                    "(register_invariants)"
+                ) from None
+
+
+def _refuse_silent(entry: KindEntry, plan: Plan, base: Run) -> None:
+    """No false green from a target that does nothing (as the document kind's preflight):
+    on the crash-free run some call must be acknowledged, and an acknowledged call must
+    have issued a file operation. Raises BadTarget."""
+    if not base.steps:
+        return  # a workload without calls: its crash points are the initial disk only
+    done = [s for s in base.steps if s.error is None and s.end is not None]
+    if not done and not base.unsupported:
+        raise BadTarget(
+            f"target {plan.target!r}: every call failed on a clean run "
+            f"({base.steps[0].label}: {base.steps[0].error}): nothing acknowledged, "
+            "nothing to verify"
+        )
+    if done and not base.ops and not base.escapes and not base.unsupported:
+        raise BadTarget(
+            f"target {plan.target!r}: its calls returned but no file operation was "
+            f"recorded (kind {entry.name!r}): it writes nowhere the harness can see"
+        )
 
 
 def _escape(r: EngineResult, entry: KindEntry, plan: Plan, path: str) -> Counterexample:

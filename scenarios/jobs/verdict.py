@@ -60,8 +60,11 @@ class VerifyResult:
     @property
     def examined_nothing(self) -> bool:
         """No crash point of any run was examined (no workload, no model, a crash point
-        or fault no run has, an empty shard): nothing was verified."""
-        return not any(r.crash_points for r in self.results)
+        or fault no run has, an empty shard), or no invariant was judged: nothing was
+        verified."""
+        return not any(r.crash_points for r in self.results) or not any(
+            r.invariants for r in self.results
+        )
 
     @property
     def incomplete(self) -> bool:

@@ -478,7 +478,8 @@ register_kind(
         run=_run_document,
         parses=json_parses,
         options=frozenset({"values", "shrink"}),
-    )
+    ),
+    builtin=True,
 )
 register_kind(
     KindEntry(
@@ -489,5 +490,6 @@ register_kind(
         workloads=tuple(w.name for w in selected_workloads(None, reference_format=False)),
         run=_run_state_storage,
         options=frozenset({"reference_format"}),
-    )
+    ),
+    builtin=True,
 )

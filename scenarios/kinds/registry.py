@@ -21,7 +21,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "KindEntry", "get_kind", "kind_names", "register_kind", "unregister_kind"]
+__all__ = [
+    "BUILT_IN",
+    "KINDS",
+    "KindEntry",
+    "get_kind",
+    "kind_names",
+    "register_kind",
+    "unregister_kind",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +68,37 @@ KINDS: dict[str, KindEntry] = {}
 """The registered kinds, by name, in registration order."""
 
 
-def register_kind(entry: KindEntry) -> KindEntry:
-    """Make ``entry`` known to ``verify``, ``explain`` and the CLI. Raises ValueError if
-    another entry has its name."""
-    known = KINDS.get(entry.name)
-    if known is not None and known is not entry:
-        raise ValueError(f"a kind named {entry.name!r} is registered already")
-    KINDS[entry.name] = entry
+BUILT_IN = frozenset({"document", "state-storage"})
+"""Names only crashpoint registers (``builtin=True``)."""
+
+
+def register_kind(entry: KindEntry, *, builtin: bool = False) -> KindEntry:
+    """Make ``entry`` known to ``verify``, ``explain`` and the CLI.
+
+    A kind's module imported again (a target in the same file, loaded by path) may
+    register its entry again: an entry whose ``make`` has the same module and qualified
+    name replaces it. Raises ValueError for a name that is not a lower-case word
+    (letters, digits, ``-``), a built-in name, or another kind's name."""
+    name = entry.name
+    if (
+        not isinstance(name, str)
+        or not name
+        or not all(c.islower() or c.isdigit() or c == "-" for c in name)
+        or not name[0].isalpha()
+    ):
+        raise ValueError(f"a kind's name is a lower-case word (letters, digits, -), not {name!r}")
+    if name in BUILT_IN and not builtin:
+        raise ValueError(f"{name!r} is a built-in kind's name: give yours another")
+    known = KINDS.get(name)
+    if known is not None and known is not entry and _origin(known) != _origin(entry):
+        raise ValueError(f"a kind named {name!r} is registered already")
+    KINDS[name] = entry
     return entry
+
+
+def _origin(entry: KindEntry) -> tuple[str, str]:
+    make = entry.make
+    return (getattr(make, "__module__", ""), getattr(make, "__qualname__", repr(make)))
 
 
 def unregister_kind(name: str) -> None:

@@ -10,7 +10,7 @@ toy`` is refused.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +280,93 @@ def test_an_unregistered_kind_is_refused(
     assert "invalid choice: 'toy'" in capsys.readouterr().err
     with pytest.raises(KeyError, match="unknown kind 'toy'"):
         verify(AppendLog, kind="toy")
+
+
+# --- never a false green from a broken kind or a target that does nothing --------------
+
+
+class _Declares(LogKind):
+    def invariants(self, *, faults: bool) -> tuple[str, ...]:
+        return self.declared  # type: ignore[attr-defined,no-any-return]
+
+
+def _broken(make: Any) -> KindEntry:
+    return KindEntry("broken-toy", "a broken kind", BASE, make=make, workloads=("appends",))
+
+
+@pytest.fixture
+def broken() -> Iterator[Callable[[Any], KindEntry]]:
+    def register(make: Any) -> KindEntry:
+        return register_kind(_broken(make))
+
+    yield register
+    unregister_kind("broken-toy")
+
+
+def test_a_kind_judging_no_invariant_or_an_unregistered_one_is_refused(
+    broken: Callable[[Any], KindEntry], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for declared, said in (((), "judges no invariant"), (("QQ1",), "which no one registered")):
+
+        def make(runner: Any, target: str, options: Any, d: Any = declared) -> LogKind:
+            kind = _Declares(runner, target, options)
+            kind.declared = d  # type: ignore[attr-defined]
+            return kind
+
+        broken(make)
+        args = ["verify", spec("RewriteLog"), "--kind", "broken-toy", "--out", str(tmp_path)]
+        assert main(args) == 2
+        assert said in capsys.readouterr().err
+        unregister_kind("broken-toy")
+
+
+def test_a_finding_under_an_unregistered_id_is_an_error_not_dropped(
+    broken: Callable[[Any], KindEntry], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    class Unregistered(LogKind):
+        def judge(self, run: Run, k: int, state: CrashState, observation: Any) -> list[Finding]:
+            return [Finding("ZZ9", "x", "y")]
+
+    broken(Unregistered)
+    args = ["verify", spec("RewriteLog"), "--kind", "broken-toy", "--out", str(tmp_path)]
+    assert main(args) == 2
+    assert "unknown invariant 'ZZ9'" in capsys.readouterr().err
+
+
+class NoOpLog(AppendLog):
+    """Acknowledges every append and writes nothing."""
+
+    def append(self, record: str) -> None:
+        return None
+
+
+class FullDiskLog(AppendLog):
+    """Every append fails: nothing is ever acknowledged."""
+
+    def append(self, record: str) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_target_that_writes_nothing_or_fails_every_call_is_refused(
+    toy: KindEntry, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for store, said in (
+        ("NoOpLog", "no file operation was recorded"),
+        ("FullDiskLog", "every call failed"),
+    ):
+        assert main(["verify", spec(store), "--kind", "toy", "--out", str(tmp_path)]) == 2
+        assert said in capsys.readouterr().err
+
+
+def test_kind_names_are_checked_and_a_re_import_may_register_again() -> None:
+    for name in ("", "my kind", "--out", "Toy", "document"):
+        with pytest.raises(ValueError):
+            register_kind(KindEntry(name, "", BASE, make=LogKind, workloads=("appends",)))
+    register_kind(TOY)
+    try:  # the same kind from a module imported again (a target loaded by path)
+        again = KindEntry("toy", "an append-only log", BASE, make=LogKind, workloads=("appends",))
+        assert register_kind(again) is again
+        with pytest.raises(ValueError, match="registered already"):
+            register_kind(KindEntry("toy", "", BASE, make=_Declares, workloads=("appends",)))
+    finally:
+        unregister_kind("toy")
