@@ -163,7 +163,8 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="MODEL",
         help="persistence model: process-crash (default; all with --zoo), "
-        "power-loss, power-loss-reorder, a comma-separated list, or all",
+        "power-loss, power-loss-reorder, the file-system families ext4, xfs, btrfs, "
+        "posix (docs/models.md), a comma-separated list, or all (the first three)",
     )
     ex.add_argument(
         "--target",

@@ -50,8 +50,9 @@ def add_explain_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--kind",
         choices=KindChoices(),
+        metavar="KIND",  # (argparse would list the choices, importing every kind, at start)
         help="state-storage (default for reference, seed, mutants), document "
-        "(default for a user target), or a kind a plug-in registered",
+        "(default for a user target), or a plug-in kind (CRASHPOINT_KINDS, as verify)",
     )
     p.add_argument(
         "--workload",

@@ -382,7 +382,11 @@ class KindChoices:
         from .scenarios.jobs import verify  # noqa: F401  (registers the built-in kinds)
         from .scenarios.kinds.registry import kind_names
 
-        return kind_names()
+        try:
+            return kind_names()
+        except ValueError as exc:  # a plug-in (CRASHPOINT_KINDS) that does not import
+            print(f"crashpoint: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._names()

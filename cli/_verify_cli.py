@@ -79,15 +79,18 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--kind",
         default="document",
         choices=KindChoices(),
+        metavar="KIND",  # (argparse would list the choices, importing every kind, at start)
         help="document: save(value)/load() (default); state-storage: the six methods of "
-        "SPEC.md §6; or a kind a plug-in registered (crashpoint.scenarios.register_kind)",
+        "SPEC.md §6; or a plug-in kind: CRASHPOINT_KINDS=module,path/kinds.py names the "
+        "modules to import first (each calls crashpoint.scenarios.register_kind)",
     )
     p.add_argument(
         "--model",
         default="process-crash",
         metavar="NAME[,NAME...]|all",
         help="persistence model(s): process-crash (default), power-loss, "
-        "power-loss-reorder, a comma-separated list, or all",
+        "power-loss-reorder, the file-system families ext4, xfs, btrfs, posix "
+        "(docs/models.md), a comma-separated list, or all (the first three)",
     )
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
@@ -225,6 +228,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         models = parse_models(args.model)
     except ValueError as exc:
         raise VerifyUsageError(str(exc)) from None
+    if args.model.strip().lower() != "all":  # as explore: the names as the models spell them
+        args.model = ",".join(m.name for m in models)
     fault = None
     if args.fault is not None:
         from .scenarios import parse_fault

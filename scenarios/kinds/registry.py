@@ -17,6 +17,11 @@ A kind in a file of its own registers itself::
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,9 +29,11 @@ from typing import Any
 __all__ = [
     "BUILT_IN",
     "KINDS",
+    "PLUGINS_VARIABLE",
     "KindEntry",
     "get_kind",
     "kind_names",
+    "load_plugins",
     "register_kind",
     "unregister_kind",
 ]
@@ -106,8 +113,43 @@ def unregister_kind(name: str) -> None:
     KINDS.pop(name, None)
 
 
+PLUGINS_VARIABLE = "CRASHPOINT_KINDS"
+"""The environment variable naming plug-in kinds for the command line: modules
+(``package.module``) or files (``path/to/kinds.py``), comma-separated, each imported
+once before the kinds are listed; importing one registers its kinds."""
+
+_loaded: set[str] = set()
+
+
+def load_plugins() -> None:
+    """Import the modules :data:`PLUGINS_VARIABLE` names (once each). Raises ValueError
+    naming the one that does not import."""
+    for spec in (s.strip() for s in os.environ.get(PLUGINS_VARIABLE, "").split(",")):
+        if not spec or spec in _loaded:
+            continue
+        try:
+            if spec.endswith(".py"):
+                path = os.path.abspath(spec)
+                name = "crashpoint_kinds_" + hashlib.sha256(path.encode()).hexdigest()[:12]
+                found = importlib.util.spec_from_file_location(name, path)
+                if found is None or found.loader is None:
+                    raise ImportError(f"no module at {path}")
+                module = importlib.util.module_from_spec(found)
+                sys.modules[name] = module
+                found.loader.exec_module(module)
+            else:
+                importlib.import_module(spec)
+        except Exception as exc:
+            raise ValueError(
+                f"{PLUGINS_VARIABLE}: {spec!r} does not import: {type(exc).__name__}: {exc}"
+            ) from None
+        _loaded.add(spec)
+
+
 def get_kind(name: str) -> KindEntry:
-    """The kind ``name``. Raises KeyError naming the known kinds."""
+    """The kind ``name`` (plug-ins of :data:`PLUGINS_VARIABLE` loaded first). Raises
+    KeyError naming the known kinds, ValueError for a plug-in that does not import."""
+    load_plugins()
     try:
         return KINDS[name]
     except KeyError:
@@ -115,5 +157,7 @@ def get_kind(name: str) -> KindEntry:
 
 
 def kind_names() -> list[str]:
-    """The registered kinds' names, in registration order (``--kind``'s choices)."""
+    """The registered kinds' names, in registration order (``--kind``'s choices;
+    plug-ins of :data:`PLUGINS_VARIABLE` loaded first)."""
+    load_plugins()
     return list(KINDS)

@@ -370,3 +370,26 @@ def test_kind_names_are_checked_and_a_re_import_may_register_again() -> None:
             register_kind(KindEntry("toy", "", BASE, make=_Declares, workloads=("appends",)))
     finally:
         unregister_kind("toy")
+
+
+def test_the_command_line_loads_plug_in_kinds_named_in_crashpoint_kinds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugin = tmp_path / "log_kinds.py"
+    plugin.write_text(
+        "from crashpoint.scenarios import register_kind\n"
+        "from test_toy_kind import TOY\n"
+        "register_kind(TOY)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("CRASHPOINT_KINDS", str(plugin))
+    try:
+        out = tmp_path / "out"
+        assert main(["verify", spec("RewriteLog"), "--kind", "toy", "--out", str(out)]) == 1
+        assert json.loads((out / "report.json").read_text())["kind"] == "toy"
+    finally:
+        unregister_kind("toy")
+    monkeypatch.setenv("CRASHPOINT_KINDS", str(tmp_path / "missing.py"))
+    capsys.readouterr()
+    assert main(["verify", spec("RewriteLog"), "--kind", "toy", "--out", str(tmp_path / "x")]) == 2
+    assert "CRASHPOINT_KINDS: " in capsys.readouterr().err
