@@ -229,8 +229,9 @@ def parse_models(
         return list(MODELS.values())
     if any(not n for n in names):
         raise ModelError(f"empty model name in {spec!r}; {known}")
+    if "all" in names:
+        raise ModelError(f"'all' stands alone, not in a list ({spec!r}); {known}")
     for name in names:
         if name not in named:
-            hint = "; 'all' stands alone" if name == "all" else ""
-            raise ModelError(f"unknown persistence model {name!r}{hint}; {known}")
+            raise ModelError(f"unknown persistence model {name!r}; {known}")
     return [named[n] for n in dict.fromkeys(names)]
