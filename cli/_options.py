@@ -9,7 +9,6 @@ the caller reports as a usage error (exit 2; pytest's ``UsageError`` in the plug
 * :func:`usable_cores`, :func:`cap_jobs` — ``--jobs`` never above the usable cores;
 * :func:`glue_dash_values` — ``--shard -1/2`` reaches the option's own check;
 * :class:`ProgressLine` — one progress line every few seconds when stderr is no terminal;
-* :func:`hypothesis_scratch` — hypothesis's caches kept out of the working directory.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ __all__ = [
     "cap_jobs",
     "discard_out",
     "glue_dash_values",
-    "hypothesis_scratch",
     "int_option",
     "parse_models",
     "parse_shard",
@@ -104,10 +102,10 @@ def run_guarded(
     ``out``, never a traceback: a ``usage_error`` or whatever else the target raised (its
     SystemExit, a TargetExit ...) is one line and a hint, exit 2, and the ``--out``
     directories this run created are removed; Ctrl-C goes on up. Nothing is written
-    outside ``out`` (:func:`hypothesis_scratch`)."""
+    outside ``out`` (hypothesis keeps no caches while a command runs:
+    :func:`~crashpoint.scenarios.engine.caches.hypothesis_keeps_no_files`)."""
     try:
-        with hypothesis_scratch(out):
-            return run()
+        return run()
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
@@ -174,35 +172,6 @@ def int_option(what: str, low: int) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-@contextlib.contextmanager
-def hypothesis_scratch(out: str) -> Iterator[None]:
-    """Point hypothesis's storage (its unicode tables and constants caches, by default
-    ``./.hypothesis``) at ``<out>/.hypothesis``, removed on exit when this run made it, so a
-    command writes nothing outside ``--out`` (``out``, a directory path); a set
-    ``HYPOTHESIS_STORAGE_DIRECTORY`` is kept."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        yield
-        return
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    home = os.path.join(out, ".hypothesis")
-    made = not os.path.lexists(home)
-    set_hypothesis_home_dir(home)
-    try:
-        yield
-    finally:  # back to hypothesis's own choice (the environment, else ./.hypothesis)
-        set_hypothesis_home_dir(None)
-        if made:  # bottom-up by full path (an audit hook sees each path whole)
-            for root, dirs, files in os.walk(home, topdown=False):
-                with contextlib.suppress(OSError):
-                    for name in files:
-                        os.remove(os.path.join(root, name))
-                    for name in dirs:
-                        os.rmdir(os.path.join(root, name))
-            with contextlib.suppress(OSError):
-                os.rmdir(home)
 
 
 def parse_models(spec: str) -> list[PersistenceModel]:
