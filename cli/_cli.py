@@ -547,9 +547,9 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         report["examined_nothing"] = True
     details: dict[str, object] | None = None
     if report["totals"]["violations"]:  # report.html's timelines and crash-state bytes
-        from .scenarios.jobs.details import explore_recorder, report_details
+        from .scenarios.jobs.details import report_details
 
-        details = dict(report_details(report, explore_recorder(target)))
+        details = dict(report_details(report, results))
     paths = _write_reports(report, out, details)
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
     if args.require_exhaustive and not report["exhaustive"]:

@@ -357,7 +357,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         os.path.join(out, "report.html"),
     )
     try:  # all three together (issue 21)
-        details = _html_details(report, factory, args, result.values)
+        details = _html_details(report, result)
         write_reports(paths, report, render_markdown(report), details)
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
@@ -420,20 +420,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return EXIT_VIOLATION if result.counterexamples else EXIT_OK
 
 
-def _html_details(
-    report: dict[str, Any], factory: Any, args: argparse.Namespace, values: str
-) -> dict[str, Any] | None:
-    """Timelines and crash-state bytes for report.html (document targets, named
-    workloads); None when there is nothing to show or the run cannot be rebuilt."""
-    if not report["totals"]["violations"] or args.kind != "document" or values == "custom":
+def _html_details(report: dict[str, Any], result: Any) -> dict[str, Any] | None:
+    """Timelines and crash-state bytes for report.html, from the traces the engine kept
+    with the counterexamples; None when there is nothing to show."""
+    if not report["totals"]["violations"]:
         return None
-    from .scenarios.jobs.details import document_recorder, report_details
-    from .scenarios.kinds.document.kind import DOC_BASE, DocumentKind
-    from .scenarios.targets.user import make_runner
+    from .scenarios.jobs.details import report_details
 
-    try:
-        with make_runner(factory, DOC_BASE, spec=args.target, seed=args.seed) as runner:
-            doc = DocumentKind(runner, args.target, values=values, seed=args.seed)
-            return report_details(report, document_recorder(doc))
-    except Exception:  # the page still renders, without timelines
-        return None
+    return report_details(report, result.results) or None

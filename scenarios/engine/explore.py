@@ -26,6 +26,7 @@ from ...faultfs import (
     Fault,
     FaultKind,
     Op,
+    OpKind,
     PersistenceModel,
     crash_points,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "RUN_DONE",
     "SEVERITIES",
     "Counterexample",
+    "CrashTrace",
     "EngineResult",
     "FileDigests",
     "Finding",
@@ -167,6 +169,10 @@ class Run:
         subjects: how many subjects (sessions ...) the run's loads judge, when the
             kind counts them; 0 means nothing about the target was verified.
         data: kind-specific facts about the run.
+        marks: the trace's marks (``OpKind.MARK``, ``index`` = operations done), for
+            a counterexample's timeline; empty: one ``begin:`` mark per step.
+        base: the directory the target was given (file names in a detail are shown
+            relative to it); ``""``: paths as they are.
     """
 
     initial: CrashState
@@ -177,6 +183,28 @@ class Run:
     escapes: list[str] = field(default_factory=list)
     subjects: int | None = None
     data: Any = None
+    marks: list[Op] = field(default_factory=list)
+    base: str = ""
+
+    def timeline_marks(self) -> list[Op]:
+        """:attr:`marks`, or one ``begin:LABEL`` mark per step when the kind kept none."""
+        if self.marks:
+            return self.marks
+        return [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in self.steps]
+
+
+@dataclass(frozen=True, slots=True)
+class CrashTrace:
+    """What a counterexample was found in, kept by the engine so report.html can show
+    its operation timeline and files byte for byte without recording the run again
+    (issue 19): the run's initial disk, operations and marks (shared with every other
+    counterexample of the run, never copied), its base directory and the crash state."""
+
+    initial: CrashState
+    ops: Sequence[Op]
+    marks: Sequence[Op]
+    base: str
+    state: CrashState
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +255,8 @@ class Counterexample:
         crash_state: each file, rendered; ``state_digest``: the state's identity.
         expected, got: what had to hold, what load gave.
         replay: one command that replays it; ``fault``: ``AT:NAME`` or ``""``.
+        trace: the run and crash state it was found in (:class:`CrashTrace`), when the
+            engine found it; None for a finding made outside a run (an escape).
     """
 
     invariant: str
@@ -244,6 +274,7 @@ class Counterexample:
     got: str
     replay: str
     fault: str = ""
+    trace: CrashTrace | None = field(default=None, compare=False, repr=False)
 
     def where(self) -> str:
         """The crash point in words: between which operations the machine stopped, or
@@ -745,6 +776,7 @@ class _Judge(Generic[W, Obs]):
         digest_of = self.digests.state
         observe, judge = kind.observe, kind.judge
         by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
+        marks = run.timeline_marks()
 
         for k, finding in kind.trace_findings(run):
             invariant_info(finding.invariant)  # an unregistered id is a KeyError, no drop
@@ -779,14 +811,21 @@ class _Judge(Generic[W, Obs]):
         for (k, digest), pairs in by_state.items():
             broken = tuple(dict.fromkeys(f.invariant for _, f in pairs))
             for state, finding in pairs:
-                c = self._counterexample(run, k, state, digest, finding, broken)
+                c = self._counterexample(run, k, state, digest, finding, broken, marks)
                 if invariant_info(finding.invariant).severity == "warning":
                     result.warnings.append(c)
                 else:
                     result.counterexamples.append(c)
 
     def _counterexample(
-        self, run: Run, k: int, state: CrashState, digest: str, f: Finding, broken: tuple[str, ...]
+        self,
+        run: Run,
+        k: int,
+        state: CrashState,
+        digest: str,
+        f: Finding,
+        broken: tuple[str, ...],
+        marks: Sequence[Op],
     ) -> Counterexample:
         ops = run.ops
         subject = f.subject or self.kind.subject
@@ -806,6 +845,7 @@ class _Judge(Generic[W, Obs]):
             f.got,
             self.kind.replay(self.workload, self.model, k, run.fault),
             fault_spec(run.fault) if run.fault is not None else "",
+            CrashTrace(run.initial, run.ops, marks, run.base, state),
         )
 
 

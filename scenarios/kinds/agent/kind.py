@@ -283,7 +283,16 @@ class AgentStateKind:
                 and fault.at < len(rec.ops)
                 and rec.ops[fault.at].errno is None
             )
-        return Run(rec.initial, rec.ops, steps, fault, subjects=len(rec.sessions), data=data)
+        return Run(
+            rec.initial,
+            rec.ops,
+            steps,
+            fault,
+            subjects=len(rec.sessions),
+            data=data,
+            marks=rec.marks,
+            base=BASE_DIR,
+        )
 
     def observe(self, state: CrashState) -> _Probed:
         probed = _probe(state, self._sessions, self.target, self.wanted, self._states, self._loads)
