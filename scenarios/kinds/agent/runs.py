@@ -542,14 +542,8 @@ class AgentRunKind(AgentStateKind):
 
     name = "agent-run"
 
-    def __init__(
-        self,
-        target: Target,
-        *,
-        checker: Iterable[Invariant | str] | None = None,
-        command: str = "",
-    ) -> None:
-        super().__init__(target, checker=checker, command=command)
+    def __init__(self, target: Target, **options: Any) -> None:
+        super().__init__(target, **options)  # checker, command: AgentStateKind's
         self._resumed: dict[tuple[str, str], ResumeProbe] = {}
 
     def judge(self, run: Run, k: int, state: CrashState, observation: Any) -> list[Finding]:
