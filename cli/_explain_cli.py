@@ -187,13 +187,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         write_reports(paths, report, render_explain_markdown(report))  # together (issue 21)
     except OSError as exc:
         raise ExplainUsageError(f"cannot write the reports to {out!r}: {exc}") from None
-    from .reports._explain_md import explain_summary
+    from .reports._explain_md import explain_summary, terminal_safe
 
     def show() -> None:  # the reports are written: a closed stdout loses nothing
         console.print(explain_summary(report), markup=False, highlight=False, emoji=False)
-        console.print(f"reports: {', '.join(paths)}", markup=False, emoji=False)
+        console.print(terminal_safe(f"reports: {', '.join(paths)}"), markup=False, emoji=False)
         if args.emit_test is not None:
-            console.print(f"emitted test: {args.emit_test}", markup=False, emoji=False)
+            console.print(
+                terminal_safe(f"emitted test: {args.emit_test}"), markup=False, emoji=False
+            )
 
     print_to_stdout(show)
     return EXIT_AT_FAULT if ex.exit_code else EXIT_OK

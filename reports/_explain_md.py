@@ -7,10 +7,11 @@ nearest states when nothing matches, the invariant in SPEC.md's words, the verdi
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["explain_summary", "render_explain_markdown"]
+__all__ = ["explain_summary", "render_explain_markdown", "terminal_safe"]
 
 MATCHES_SHOWN = 5
 """Matches rendered in full (report.json lists every one)."""
@@ -112,8 +113,19 @@ def render_explain_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but the newline written as an escape
+    (``\\x1b``): a file name in the evidence never drives the terminal."""
+    return "".join(
+        c
+        if c == "\n" or not unicodedata.category(c).startswith("C")
+        else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
 def explain_summary(report: Mapping[str, Any]) -> str:
-    """A few lines for the terminal."""
+    """A few lines for the terminal (control characters escaped: :func:`terminal_safe`)."""
     lines = [f"explain {report['evidence']['source']} with {report['target']}: {report['verdict']}"]
     lines.append(f"  load: {report['load']['returned'][:160]}")
     for f in report["read_findings"]:
@@ -131,4 +143,4 @@ def explain_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"  not reachable by any explored state; {report['likelier']}")
     for w in report["invariants"]:
         lines.append(f"  {w['id']} ({w['spec']}): {w['meaning']}")
-    return "\n".join(lines)
+    return terminal_safe("\n".join(lines))

@@ -66,7 +66,7 @@ from ..kinds.document.kind import (
 )
 from ..kinds.registry import KindEntry, get_kind
 from ..targets.user import BadTarget, load_factory, make_runner, target_mode
-from .evidence import Evidence, EvidenceFile, _file, merged
+from .evidence import STAND_IN_BYTES, Evidence, EvidenceFile, _file, merged
 
 __all__ = [
     "GENERATED_BOUND",
@@ -839,14 +839,17 @@ def _user_workload_fn(spec: str) -> Any:
 
 
 def _bytes_for(f: EvidenceFile) -> bytes:
-    """The file's bytes, or for private bytes (a manifest) bytes of the same shape."""
+    """The file's bytes, or for private bytes (a manifest) a stand-in of the same shape,
+    at most :data:`~.evidence.STAND_IN_BYTES` long: a declared size is never
+    materialised (a 51-byte manifest may declare 200 MB)."""
     if f.data is not None:
         return f.data
     if f.size == 0:
         return b""
+    size = min(f.size, STAND_IN_BYTES)
     if f.zero_filled:
-        return bytes(f.size)
-    return b"\xff" * f.size  # private and non-zero: shape only (never parses)
+        return bytes(size)
+    return b"\xff" * size  # private and non-zero: shape only (never parses)
 
 
 # ---- documents ---------------------------------------------------------------------------
@@ -1075,7 +1078,9 @@ def _session_of(ev: Evidence, given: str | None) -> str:
     if ev.session:
         return str(safe_session_file_name(ev.session))
     stems = [s[0] for f in ev.files.values() if (s := _stem_role(f.name)) is not None]
-    return max(set(stems), key=stems.count) if stems else "s1"
+    # the stem most files share; a tie goes to the first in sorted order (never to a
+    # set's iteration order, which PYTHONHASHSEED decides)
+    return min(sorted(set(stems)), key=lambda s: -stems.count(s)) if stems else "s1"
 
 
 def _rename_session(sig: dict[str, str]) -> dict[str, str]:
