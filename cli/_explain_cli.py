@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         from .reports._publish import write_text
 
         try:
-            write_text(emit_test(ex), args.emit_test)
+            write_text(emit_test(ex, path=args.emit_test), args.emit_test)
         except OSError as exc:
             raise ExplainUsageError(f"cannot write --emit-test {args.emit_test!r}: {exc}") from None
         report["emitted_test"] = args.emit_test

@@ -27,8 +27,10 @@ from __future__ import annotations
 import abc
 import base64
 import contextlib
+import importlib.util
 import itertools
 import json
+import os
 import posixpath
 import random
 from collections.abc import Callable, Iterator, Sequence
@@ -1414,11 +1416,69 @@ def load_evidence_files(
 # --- emitted tests ------------------------------------------------------------------------
 
 
-def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
+def _target_lines(spec: str, path: str | None) -> list[str]:
+    """The emitted file's ``EXPLAINED`` (the explained target) and ``TARGET``: a
+    ``path/file.py:factory`` target is written relative to the emitted file's own
+    directory (``path``; None: absolute), resolved from ``__file__`` when the test runs;
+    a ``module:factory`` found under the current directory puts that directory (again
+    relative to the test file) on ``sys.path``; a built-in name is written as is. So the
+    test runs from any directory (issue 22)."""
+    module_part, sep, attr = spec.rpartition(":")
+    builtin = spec in ("reference", "seed") or spec.startswith("mutant:") or not sep
+    here = os.path.dirname(os.path.abspath(path)) if path is not None else None
+
+    def relative(where: str) -> str:  # (to the test file when both share a folder but /)
+        if here is None or os.path.commonpath([here, where]) == os.path.sep:
+            return where
+        return os.path.relpath(where, here)
+
+    lines = ["HERE = os.path.dirname(os.path.abspath(__file__))"]
+    if builtin:
+        lines.append(f"EXPLAINED = {spec!r}")
+    elif module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
+        rel = relative(os.path.abspath(module_part))
+        lines.append(f"EXPLAINED = os.path.normpath(os.path.join(HERE, {rel!r})) + {':' + attr!r}")
+    else:
+        lines.append(f"EXPLAINED = {spec!r}")
+        root = _import_root(module_part)
+        if root is not None:
+            rel = relative(root)
+            lines += [
+                f"ROOT = os.path.normpath(os.path.join(HERE, {rel!r}))  # where {module_part} is",
+                "if ROOT not in sys.path:",
+                "    sys.path.insert(0, ROOT)",
+            ]
+    lines.append(
+        "TARGET = os.environ.get('CRASHPOINT_TARGET', EXPLAINED)  # a fixed target: set it"
+    )
+    return lines
+
+
+def _import_root(module: str) -> str | None:
+    """The directory ``module`` imports from when it is under the current directory (a
+    user's package, not an installed one), else None."""
+    try:
+        found = importlib.util.find_spec(module.split(".", 1)[0])
+    except (ImportError, ValueError):
+        return None
+    if found is None or found.origin is None:
+        return None
+    origin = os.path.dirname(os.path.abspath(found.origin))
+    if found.submodule_search_locations is not None:  # a package: its parent directory
+        origin = os.path.dirname(origin)
+    cwd = os.getcwd()
+    return origin if origin == cwd or origin.startswith(cwd + os.sep) else None
+
+
+def emit_test(
+    ex: Explanation, *, values: Iterator[Any] | None = None, path: str | None = None
+) -> str:
     """A self-contained pytest file for ``ex`` (issue 12): a read-path finding rebuilds
     the evidence and asserts what load must do; a write-path finding replays the matched
     workload to the matched crash point under the matched model and asserts the
     invariant. ``CRASHPOINT_TARGET`` in the environment swaps the target (the fixed one).
+    ``path`` is where the file will be written: a target's file is named relative to it,
+    so the test passes or fails from any working directory (:func:`_target_lines`).
 
     Raises ValueError for a kind other than ``document`` and ``state-storage`` (the
     emitted test replays through their replay helpers)."""
@@ -1433,8 +1493,9 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
         "",
         "import base64",
         "import os",
+        "import sys",
         "",
-        f"TARGET = os.environ.get('CRASHPOINT_TARGET', {ex.target_spec!r})",
+        *_target_lines(ex.target_spec, path),
         "",
     ]
     at_fault = ex.write_path_at_fault
@@ -1442,7 +1503,6 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
         m = at_fault[0]
         inv = ex.counted(m)[0]
         lines += [
-            f"EXPLAINED = {ex.target_spec!r}",
             f"MODEL, WORKLOAD, CRASH_POINT = {m.model!r}, {m.workload!r}, {m.crash_point}",
             "",
             "",
