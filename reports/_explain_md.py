@@ -72,7 +72,15 @@ def render_explain_markdown(report: Mapping[str, Any]) -> str:
         f"session `{report['session'] or '-'}`:",
         "",
     ]
-    out += [f"- `{f['name']}`: {f['class']}, {f['size']} bytes" for f in ev["files"]]
+    out += [
+        f"- `{f['name']}`: {f['class']}, {f['size']} bytes"
+        + (
+            " (a bystander: the target never writes it; left out of the match)"
+            if f.get("bystander")
+            else ""
+        )
+        for f in ev["files"]
+    ]
     out += ["", "## What the target makes of it", "", *_load_lines(report), ""]
     out += ["## How it could happen", ""]
     s = report["searched"]
@@ -128,6 +136,11 @@ def explain_summary(report: Mapping[str, Any]) -> str:
     """A few lines for the terminal (control characters escaped: :func:`terminal_safe`)."""
     lines = [f"explain {report['evidence']['source']} with {report['target']}: {report['verdict']}"]
     lines.append(f"  load: {report['load']['returned'][:160]}")
+    if report["evidence"].get("bystanders"):
+        lines.append(
+            "  bystanders (the target never writes them; left out of the match): "
+            + ", ".join(report["evidence"]["bystanders"])
+        )
     for f in report["read_findings"]:
         lines.append(f"  {f['invariant']} (read path): {f['got'][:160]}")
     first = report["first_match"]

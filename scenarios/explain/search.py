@@ -233,6 +233,9 @@ class Explanation:
     target_spec: str = ""
     user_workload: bool = False
     workloads_spec: dict[str, Any] = field(default_factory=dict)
+    bystanders: list[str] = field(default_factory=list)
+    """Evidence files the target never writes (by name, learnt from its runs): shown,
+    loaded with the rest, left out of the match."""
 
     @property
     def write_path_at_fault(self) -> list[Match]:
@@ -309,11 +312,13 @@ class Explanation:
                         "size": f.size,
                         "sha256": f.sha256,
                         "class": self.signature.get(f.name, "?"),
+                        "bystander": f.name in self.bystanders,
                         **({"view": file_view(f.data)} if f.data is not None else {}),
                     }
                     for f in ev.files.values()
                 ],
                 "notes": list(ev.notes),
+                "bystanders": list(self.bystanders),
             },
             "load": self.load,
             "read_findings": self.read_findings,
@@ -1177,16 +1182,8 @@ def _explain(
     bound: int,
 ) -> Explanation:
     stem = _session_of(ev, session) if kind == "state-storage" else ""
-    wanted = search.evidence_signature(ev, stem)
-    by_name: dict[str, str] = {}
-    for f in ev.files.values():
-        role = _stem_role(f.name) if kind == "state-storage" else None
-        if role is not None and role[0] == stem and "/" not in f.name:
-            by_name[f.name] = wanted.get(role[1], "?")
-        else:
-            by_name[f.name] = wanted.get(f.name, wanted.get("other:" + f.name, "?"))
     load, findings = search.load(ev, stem or "s1")
-    out = Explanation(name, kind, ev, stem, by_name, load, findings)
+    out = Explanation(name, kind, ev, stem, {}, load, findings)
     if kind == "state-storage":
         # The session id as the files say it (for load): the stem is the file name.
         for f in ev.files.values():
@@ -1197,15 +1194,37 @@ def _explain(
             load2, findings2 = search.load(ev, out.session)
             out.load, out.read_findings = load2, findings2
     workloads = search.workloads(workload, seed, bound)
-    nearest: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
-    states_seen = 0
-    session_role = "s1"
+    ran: list[tuple[Any, bool, CrashState, list[Op], list[Op]]] = []
     for w, generated in workloads:
         try:
             initial, ops, marks = search.runs(w)
         except Exception as exc:  # a workload the target cannot run: said, not hidden
             out.searched.setdefault("skipped", []).append(f"{w.name}: {type(exc).__name__}")
             continue
+        ran.append((w, generated, initial, ops, list(marks)))
+    learnt = _learnt_names(search.base, [(r[2], r[3]) for r in ran])
+    out.bystanders = [n for n in ev.files if not _is_own(n, learnt)]
+    if len(out.bystanders) == len(ev.files):  # nothing the target writes: all kept
+        out.bystanders = []
+    wanted = {
+        r: c
+        for r, c in search.evidence_signature(ev, stem).items()
+        if r.removeprefix("other:") not in out.bystanders
+    }
+    by_name: dict[str, str] = {}
+    for f in ev.files.values():
+        role = _stem_role(f.name) if kind == "state-storage" else None
+        if f.name in out.bystanders:
+            by_name[f.name] = f.klass(search.parses)
+        elif role is not None and role[0] == stem and "/" not in f.name:
+            by_name[f.name] = wanted.get(role[1], "?")
+        else:
+            by_name[f.name] = wanted.get(f.name, wanted.get("other:" + f.name, "?"))
+    out.signature = by_name
+    nearest: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+    states_seen = 0
+    session_role = "s1"
+    for w, generated, initial, ops, marks in ran:
         for model in models:
             found: Match | None = None
             judged = 0
@@ -1267,6 +1286,52 @@ def _explain(
     else:
         out.target_spec = name
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Learnt:
+    """The file names a target's runs write (relative to its base directory)."""
+
+    names: frozenset[str]
+    shapes: frozenset[tuple[str, str]]  # (folder, extension) of each name with one
+    temporaries: frozenset[tuple[str, int, str]]  # (folder, length, first 3) of the rest
+
+
+def _learnt_names(base: str, runs: Sequence[tuple[CrashState, Sequence[Op]]]) -> _Learnt:
+    """What the target writes: every path under ``base`` a mutating operation of its
+    runs names (source and destination), and the files of their initial disks."""
+    names: set[str] = set()
+    for initial, ops in runs:
+        paths = [p for p, _ in initial.files]
+        for op in ops:
+            if op.kind.mutating:
+                paths += [p for p in (op.path, op.dst) if p]
+        names |= {p[len(base) + 1 :] for p in paths if p.startswith(base + "/")}
+    shapes: set[tuple[str, str]] = set()
+    temporaries: set[tuple[str, int, str]] = set()
+    for n in names:
+        folder, leaf = posixpath.split(n)
+        ext = posixpath.splitext(leaf)[1]
+        if ext:
+            shapes.add((folder, ext))
+        else:
+            temporaries.add((folder, len(leaf), leaf[:3]))
+    return _Learnt(frozenset(names), frozenset(shapes), frozenset(temporaries))
+
+
+def _is_own(name: str, learnt: _Learnt) -> bool:
+    """Whether evidence file ``name`` is one the target could have written: a name its
+    runs wrote, or one of the same folder and extension (another key, another
+    session), or without an extension one of a written name's folder, length and first
+    three characters (``tempfile``'s ``tmpXXXXXXXX``). Else a bystander (a ``.DS_Store``,
+    an ``app.log``), left out of the match (issue 22)."""
+    if name in learnt.names:
+        return True
+    folder, leaf = posixpath.split(name)
+    ext = posixpath.splitext(leaf)[1]
+    if ext:
+        return (folder, ext) in learnt.shapes
+    return (folder, len(leaf), leaf[:3]) in learnt.temporaries
 
 
 def _better(m: Match, than: Match) -> bool:
