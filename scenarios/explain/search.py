@@ -124,6 +124,18 @@ REMEDY = {
     "(SPEC.md §10 A5)",
 }
 
+PROCESS_CRASH_REMEDY = {
+    "A1": "write the new value to a temporary file and rename it over the document: a crash "
+    "then leaves one whole generation (an fsync does not help against a process crash; "
+    "against a power loss also fsync the file before the rename and the directory after) "
+    "(SPEC.md §10 A1)",
+    "A2": "publish a save by renaming a complete temporary file over the document, never by "
+    "rewriting it in place: a crash mid-save then leaves the last acknowledged generation "
+    "(against a power loss, also fsync before the rename and the directory after) "
+    "(SPEC.md §10 A2)",
+}
+"""What a correct storage does when a process crash is enough to reach the evidence."""
+
 
 # --- structure ---------------------------------------------------------------------------
 
@@ -290,7 +302,13 @@ class Explanation:
                 + [i for m in self.matches for i in self.counted(m)]
             )
         )
-        return [_words(i, self.target) for i in ids]
+        words = [_words(i, self.target) for i in ids]
+        first = self.write_path_at_fault[:1]
+        if first and (first[0].model == PROCESS_CRASH.name or first[0].simple):
+            for w in words:  # a process crash is enough: an fsync is not the fix
+                if w["id"] in PROCESS_CRASH_REMEDY:
+                    w["correct"] = PROCESS_CRASH_REMEDY[w["id"]]
+        return words
 
     def as_dict(self) -> dict[str, Any]:
         ev = self.evidence
@@ -456,6 +474,36 @@ def _prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
     raise ValueError(k)
 
 
+def _torn_write(writes: Sequence[Op], got: bytes, wrote: bytes) -> Op:
+    """Of the writes not fsynced since (newest first), the one the state lost or tore:
+    the newest whose bytes cover the first offset where ``got`` differs from what the
+    program wrote (``wrote``); else the newest (never an older, smaller one the state
+    may hold whole)."""
+    first = next(
+        (i for i in range(min(len(got), len(wrote))) if got[i] != wrote[i]),
+        min(len(got), len(wrote)),
+    )
+    for w in writes:  # newest first
+        if w.offset <= first < w.offset + len(w.data):
+            return w
+    return writes[0]
+
+
+def _partly_written(ops: Sequence[Op], k: int, path: str, data: bytes) -> Op | None:
+    """The program's next write that would complete ``path``, when the state holds the
+    program's own writes so far of a file it is still writing (``ops[k]`` writes on at
+    its end): a tear a process crash makes, which no fsync prevents."""
+    nxt = ops[k] if k < len(ops) else None
+    if (
+        nxt is not None
+        and nxt.kind is OpKind.WRITE
+        and nxt.path == path
+        and nxt.offset == len(data)
+    ):
+        return nxt
+    return None
+
+
 def _cause(
     model: PersistenceModel, initial: CrashState, ops: Sequence[Op], k: int, state: CrashState
 ) -> tuple[str, list[str]]:
@@ -469,7 +517,26 @@ def _cause(
         got, wrote = state.file(path), prefix.file(path)
         if got == wrote:
             continue
-        if got is not None and wrote is not None:
+        flying = ops[k] if k < len(ops) else None
+        if (
+            got is not None
+            and flying is not None
+            and flying.kind is OpKind.WRITE
+            and flying.path == path
+            and len(got) > flying.offset
+            and flying.data.startswith(got[flying.offset :])
+            and (wrote or b"")[: flying.offset] == got[: flying.offset]
+        ):
+            # Torn by the crash: part of the write in flight reached the file.
+            reasons.append(
+                f"{posixpath.basename(path)} is torn: operation {flying.index} "
+                f"{flying.render()} was in flight; {len(got) - flying.offset} of its "
+                f"{len(flying.data)} bytes reached the file (one write(2) is not atomic). An "
+                "fsync does not help against this tear: write a temporary file and rename it "
+                "over the document"
+            )
+            lost.add(flying.index)
+        elif got is not None and wrote is not None:
             # Data lost or torn: the last write to this file's inode not fsynced since.
             chain = {path}
             pending: list[Op] = []
@@ -487,7 +554,7 @@ def _cause(
             lost |= {o.index for o in writes}
             what = "empty" if not got else ("zero-filled" if not got.strip(b"\0") else "torn")
             if writes:
-                w = writes[-1]
+                w = _torn_write(writes, got, wrote)
                 text = (
                     f"{posixpath.basename(path)} is {what}: operation {w.index} "
                     f"{w.render()} was never fsynced"
@@ -533,6 +600,14 @@ def _cause(
             f"stops after {last}, before {nxt} (a process crash is enough)"
         )
         for path, data in state.files:
+            rest = _partly_written(ops, k, path, data)
+            if data and rest is not None:
+                text += (
+                    f"; {posixpath.basename(path)} holds {len(data)} bytes of a save still being "
+                    f"written (operation {rest.index} {rest.render()} writes the rest): an fsync "
+                    "does not help against this tear; write a temporary file and rename it "
+                    "over the document"
+                )
             if data and merged(data):
                 later = next(
                     (o for o in ops[k:] if o.kind is OpKind.TRUNCATE and o.path == path), None
@@ -578,6 +653,21 @@ class _Search(abc.ABC):
             if role is not None:
                 out[role] = _byte_class(data, rel, self.parses)
         return out
+
+    def sizes(self, state: CrashState, session: str) -> dict[str, int]:
+        """Each file's size by the key :meth:`signature` gives it."""
+        out: dict[str, int] = {}
+        for path, data in state.files:
+            if path.startswith(self.base + "/"):
+                role = self.role(path[len(self.base) + 1 :], session)
+                if role is not None:
+                    out[role] = len(data)
+        return out
+
+    def loads(self, state: CrashState) -> bool | None:
+        """Whether the target's load read ``state`` without an error (once judged), or
+        None when this kind does not say."""
+        return None
 
 
 def _distance(a: dict[str, str], b: dict[str, str]) -> int:
@@ -876,6 +966,13 @@ class _FileSearch(_Search):
             if path.startswith(self.base + "/")
         }
 
+    def sizes(self, state: CrashState, session: str) -> dict[str, int]:
+        return {
+            path[len(self.base) + 1 :]: len(data)
+            for path, data in state.files
+            if path.startswith(self.base + "/")
+        }
+
     @staticmethod
     def _traced(run: Any) -> tuple[CrashState, list[Op], list[Op]]:
         """``run``'s initial disk, operations and marks (a step's begin and ack)."""
@@ -946,6 +1043,10 @@ class _DocSearch(_FileSearch):
                 }
             )
         return load, findings
+
+    def loads(self, state: CrashState) -> bool | None:
+        obs = self.doc.observed.get(state.digest())
+        return None if obs is None else obs.error is None
 
     def _final_names(self) -> set[str]:
         run = self.doc.record(self.doc.workload("first-save"), None)
@@ -1221,6 +1322,20 @@ def _explain(
         else:
             by_name[f.name] = wanted.get(f.name, wanted.get("other:" + f.name, "?"))
     out.signature = by_name
+    if kind == "document" and out.load.get("error") is None:
+        read = set(out.load.get("reads", []))
+        for f in ev.files.values():  # the target's load reads it: not "unreadable"
+            if by_name[f.name] == "unreadable" and f.name.rsplit("/", 1)[-1] in read:
+                by_name[f.name] = "loadable"
+    # A torn file matches a torn file of its size only (a 140-byte tear is not a
+    # 4,096-byte one): the size is part of its structure.
+    wanted_sizes = {
+        key: ev.files[name].size
+        for name in ev.files
+        if name not in out.bystanders
+        for key in [_evidence_key(kind, name, stem)]
+        if wanted.get(key) == "unreadable"
+    }
     nearest: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
     states_seen = 0
     session_role = "s1"
@@ -1234,7 +1349,11 @@ def _explain(
                     sig = search.signature(state, session_role)
                     if ev.private:  # a manifest says parses: no, never which way
                         sig = {r: "unreadable" if c == "merged" else c for r, c in sig.items()}
-                    if sig == wanted and judged < _JUDGED_PER_RUN:
+                    if (
+                        sig == wanted
+                        and judged < _JUDGED_PER_RUN
+                        and _same_sizes(search.sizes(state, session_role), wanted_sizes)
+                    ):
                         judged += 1
                         m = _match(
                             search, w, generated, model, initial, ops, marks, point.index, state, ev
@@ -1262,8 +1381,14 @@ def _explain(
                     out.workloads_spec[w.name] = list(w.values)
     out.user_workload = workload is not None
     order = {m.name: i for i, m in enumerate(models)}
-    out.matches.sort(
-        key=lambda m: (not out.counted(m), m.generated, order.get(m.model, 9), m.crash_point)
+    out.matches.sort(  # (where nothing was lost, a process crash is enough: said first)
+        key=lambda m: (
+            not out.counted(m),
+            not m.simple,
+            m.generated,
+            order.get(m.model, 9),
+            m.crash_point,
+        )
     )
     out.searched = {
         **out.searched,
@@ -1286,6 +1411,21 @@ def _explain(
     else:
         out.target_spec = name
     return out
+
+
+def _evidence_key(kind: str, name: str, stem: str) -> str:
+    """The key an evidence file has in the evidence's signature (a role of the session's
+    stem, ``other:NAME``, or for a file-named kind its name)."""
+    if kind != "state-storage":
+        return name
+    role = _stem_role(name)
+    if role is not None and role[0] == stem and "/" not in name:
+        return role[1]
+    return "other:" + name
+
+
+def _same_sizes(sizes: dict[str, int], wanted: dict[str, int]) -> bool:
+    return all(sizes.get(key) == size for key, size in wanted.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -1391,6 +1531,10 @@ def _match(
             what = "torn" if wrote is not None and wrote != data else "unreadable"
             if wrote is not None and len(data) % model.block_size == 0 and wrote != data:
                 what = "torn at a block boundary"
+            elif what == "unreadable" and _partly_written(ops, k, path, data) is not None:
+                what = "partly written (the program's writes so far)"
+            elif what == "unreadable" and search.loads(state):
+                what = "loadable by the target (not JSON)"
         files[rel] = what + f", {len(data)} bytes"
     view = timeline(model, ops, k, search.base, marks)
     view["files"] = [
