@@ -33,6 +33,7 @@ import json
 import os
 import posixpath
 import random
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -455,7 +456,7 @@ def file_view(
         if a == b:
             continue
         marked = [r[2] for r in regions if r[0] <= a and b <= r[1]]
-        text = shown[a:b].decode("utf-8", errors="replace").replace("\0", "\u2400")
+        text = _summarised(shown[a:b])
         segments.append({"text": text, "mark": marked[0] if marked else ""})
     return {
         "size": len(data),
@@ -465,6 +466,44 @@ def file_view(
         "regions": regions,
         "truncated_view": len(data) > limit,
     }
+
+
+_OPAQUE = re.compile(rb"[\x00-\x1f\x7f-\xff]{16,}")
+"""A run of 16 or more bytes that are not printable ASCII (NULs, control bytes, high
+bytes): binary unless it is UTF-8 text."""
+
+_PICTURES = {c: chr(0x2400 + c) for c in range(32) if c not in (9, 10, 13)} | {127: "\u2421"}
+"""A control character shown as its Unicode control picture (``\0`` as ``␀``)."""
+
+
+def _texty(run: bytes) -> bool:
+    """Whether ``run`` is UTF-8 text: it decodes, and at most a quarter of it is control
+    characters other than tab and line ends."""
+    try:
+        text = run.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    controls = sum(1 for c in text if ord(c) in _PICTURES)
+    return controls * 4 <= len(text)
+
+
+def _summarised(data: bytes) -> str:
+    """``data`` as text for a page: a run of 16 or more zero bytes is written
+    ``⟨4096 zero bytes⟩`` and one of other bytes that are not text (not UTF-8, or control
+    bytes) ``⟨N binary bytes⟩``, never a wall of glyphs; a control character elsewhere is
+    its control picture (``␀``)."""
+    out: list[str] = []
+    at = 0
+    for m in _OPAQUE.finditer(data):
+        run = m.group()
+        if run.strip(b"\0") and _texty(run):
+            continue  # UTF-8 text (accented, CJK, line ends ...): shown as it is
+        out.append(data[at : m.start()].decode("utf-8", errors="replace"))
+        what = "zero" if not run.strip(b"\0") else "binary"
+        out.append(f"\u27e8{len(run)} {what} bytes\u27e9")
+        at = m.end()
+    out.append(data[at:].decode("utf-8", errors="replace"))
+    return "".join(out).translate(_PICTURES)
 
 
 def _prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
