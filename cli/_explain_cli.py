@@ -90,12 +90,25 @@ def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int
 
     return run_guarded(
         "explain",
-        lambda: _run(args, console),
+        lambda: _caught(args, console, err),
         ExplainUsageError,
         out=args.out,
         target=args.target,
         err=err,
     )
+
+
+def _caught(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """:func:`_run` with what the target's threads raise kept for the report and said in
+    one line on stderr (as verify: :func:`~crashpoint._options.thread_exceptions`)."""
+    from ._options import thread_exceptions, thread_line
+
+    with thread_exceptions() as caught:
+        code = _run(args, console, caught)
+    line = thread_line(caught)
+    if line is not None:
+        err.print(line, markup=False, highlight=False, emoji=False)
+    return code
 
 
 def _prepare(path: str, evidence: str) -> str:
@@ -112,8 +125,8 @@ def _prepare(path: str, evidence: str) -> str:
     return path
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    from ._options import parse_models
+def _run(args: argparse.Namespace, console: Console, caught: list[dict[str, str]]) -> int:
+    from ._options import parse_models, thread_report
     from .scenarios.explain.evidence import EvidenceError, load_evidence
     from .scenarios.explain.search import emit_test, explain
     from .scenarios.targets.user import BadTarget, TargetTimeout
@@ -171,6 +184,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             raise ExplainUsageError(f"--session: {exc.message}") from None
         raise
     report = ex.as_dict()
+    report.update(thread_report(caught))
     if args.emit_test is not None:
         from .reports._publish import write_text
 

@@ -146,3 +146,20 @@ def test_thread_tracebacks_go_to_the_report_and_one_line_to_stderr(
     first = report["thread_exceptions"][0]
     assert first["thread"] == "flusher" and first["type"] == "RuntimeError"
     assert 'raise RuntimeError("background flush failed")' in first["traceback"]
+
+
+def test_explain_keeps_thread_tracebacks_in_its_report_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "threadstore.py"
+    store.write_text(THREAD_STORE)
+    evidence = ROOT / "examples" / "field-reports" / "zero-length-main" / "document"
+    out = tmp_path / "r"
+    code = main(["explain", str(evidence), "--target", f"{store}:ThreadStore", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code in (0, 1), captured.err
+    assert "Traceback" not in captured.err
+    assert len([x for x in captured.err.splitlines() if "threads raised" in x]) == 1
+    report = json.loads((out / "report.json").read_text())
+    assert report["thread_exception_count"] >= 1
+    assert report["thread_exceptions"][0]["type"] == "RuntimeError"
