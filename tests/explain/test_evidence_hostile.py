@@ -210,7 +210,7 @@ def test_the_session_chosen_never_depends_on_pythonhashseed(tmp_path: Path) -> N
     for stem in ("alpha", "beta", "gamma", "delta"):  # a tie: one file each
         (ev / f"{stem}.json").write_bytes(b"")
     chosen = set()
-    for seed in range(6):
+    for seed in (0, 1, 2):  # (fixed seeds: the old set order differed among these)
         done = subprocess.run(
             [sys.executable, "-c", SESSION_OF, str(ev)],
             env={**os.environ, "PYTHONHASHSEED": str(seed)},
