@@ -1444,6 +1444,10 @@ def _explain(
     if not out.matches:
         ranked = sorted(nearest.values(), key=lambda n: (n["distance"], n["crash_point"]))
         out.nearest = ranked[:3]
+        for n in out.nearest:  # the evidence's files as the report classes them
+            for d in n["diff"]:
+                if out.signature.get(d["file"]) == "loadable":
+                    d["evidence"] = "loadable"
         out.likelier = _likelier(wanted, out.nearest)
     if kind == "state-storage":
         out.target_spec = search.target.name  # type: ignore[union-attr]
@@ -1525,7 +1529,11 @@ def _likelier(wanted: dict[str, str], nearest: Sequence[dict[str, Any]]) -> str:
     if not nearest:
         return "no crash state was examined"
     diffs = [d for d in nearest[0]["diff"] if d["evidence"] != d["state"]]
-    odd = [d for d in diffs if d["evidence"] in ("empty", "zero-filled", "unreadable", "merged")]
+    odd = [
+        d
+        for d in diffs
+        if d["evidence"] in ("empty", "zero-filled", "unreadable", "merged", "loadable")
+    ]
     if odd:
         d = odd[0]
         return (

@@ -63,3 +63,19 @@ def test_a_save_still_being_written_is_a_process_crash_tear(
     assert first["files"]["config.yaml"].startswith("partly written")
     assert "fsync does not help" in first["cause"] and "missing fsync" not in first["cause"]
     assert all(m["files"]["config.yaml"].endswith(", 4096 bytes") for m in report["matches"])
+
+
+def test_an_unmatched_loadable_file_is_never_called_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ev = tmp_path / "odd"
+    ev.mkdir()
+    whole = to_yaml({"name": "app", "pad": "x" * 5000}).encode()
+    (ev / "config.yaml").write_bytes(whole[:4000])  # no block boundary: no state has it
+    _, report, _ = explain(capsys, tmp_path / "r", ev, "--target", f"{STORES}:OneWriteYamlStore")
+    assert report["reachable"] is False
+    assert [f["class"] for f in report["evidence"]["files"]] == ["loadable"]
+    assert all(d["evidence"] == "loadable" for n in report["nearest"] for d in n["diff"]), report[
+        "nearest"
+    ]
+    assert "leaves config.yaml loadable" in report["likelier"], report["likelier"]
