@@ -513,15 +513,22 @@ def _prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
     raise ValueError(k)
 
 
+def _first_difference(a: bytes, b: bytes) -> int:
+    """The first offset where ``a`` and ``b`` differ (the shorter one's length if one is a
+    prefix of the other), compared a page at a time."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i : i + 4096] == b[i : i + 4096]:
+        i += 4096
+    return next((j for j in range(i, min(n, i + 4096)) if a[j] != b[j]), n)
+
+
 def _torn_write(writes: Sequence[Op], got: bytes, wrote: bytes) -> Op:
     """Of the writes not fsynced since (newest first), the one the state lost or tore:
     the newest whose bytes cover the first offset where ``got`` differs from what the
     program wrote (``wrote``); else the newest (never an older, smaller one the state
     may hold whole)."""
-    first = next(
-        (i for i in range(min(len(got), len(wrote))) if got[i] != wrote[i]),
-        min(len(got), len(wrote)),
-    )
+    first = _first_difference(got, wrote)
     for w in writes:  # newest first
         if w.offset <= first < w.offset + len(w.data):
             return w
@@ -572,7 +579,7 @@ def _cause(
                 f"{flying.render()} was in flight; {len(got) - flying.offset} of its "
                 f"{len(flying.data)} bytes reached the file (one write(2) is not atomic). An "
                 "fsync does not help against this tear: write a temporary file and rename it "
-                "over the document"
+                "over the file"
             )
             lost.add(flying.index)
         elif got is not None and wrote is not None:
@@ -645,7 +652,7 @@ def _cause(
                     f"; {posixpath.basename(path)} holds {len(data)} bytes of a save still being "
                     f"written (operation {rest.index} {rest.render()} writes the rest): an fsync "
                     "does not help against this tear; write a temporary file and rename it "
-                    "over the document"
+                    "over the file"
                 )
             if data and merged(data):
                 later = next(
