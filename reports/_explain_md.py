@@ -60,7 +60,7 @@ def _match_lines(m: Mapping[str, Any]) -> list[str]:
 
 
 def render_explain_markdown(report: Mapping[str, Any]) -> str:
-    """The explain report as Markdown."""
+    """The explain report as Markdown (control characters escaped: :func:`terminal_safe`)."""
     ev = report["evidence"]
     _private = ", private bytes: matched by shape" if ev["private"] else ""
     out = [
@@ -118,7 +118,7 @@ def render_explain_markdown(report: Mapping[str, Any]) -> str:
         out.append("")
     if report.get("emitted_test"):
         out += [f"Emitted test: `{report['emitted_test']}`", ""]
-    return "\n".join(out) + "\n"
+    return terminal_safe("\n".join(out) + "\n")  # (a `cat report.md` shows no raw escape)
 
 
 def terminal_safe(text: str) -> str:

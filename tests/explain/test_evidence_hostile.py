@@ -192,6 +192,8 @@ def test_escape_sequences_in_names_never_reach_the_terminal_raw(
     assert code in (0, 1), err
     assert "\x1b" not in out + err and "\x07" not in out + err
     assert "\\x1b" in out  # shown, escaped
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "\x1b" not in md and "\\x1b[31mred.json" in md
 
 
 SESSION_OF = """
