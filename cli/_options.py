@@ -365,3 +365,60 @@ class KindChoices:
 
     def __len__(self) -> int:
         return len(self._names())
+
+
+THREAD_EXCEPTIONS_LISTED = 50
+"""Exceptions of the target's threads whose tracebacks a report keeps (all are counted)."""
+
+
+@contextlib.contextmanager
+def thread_exceptions() -> Iterator[list[dict[str, str]]]:
+    """Collect what the target's own threads raise while the block runs (a library's
+    background thread, 32 of them during one pickledb run), instead of the traceback
+    ``threading.excepthook`` prints to stderr for each: ``[{"thread", "type", "message",
+    "traceback"}]``, for the report (issue 22). The hook in place before is restored."""
+    import traceback
+
+    caught: list[dict[str, str]] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:  # as the default hook: a thread's exit is quiet
+            return
+        caught.append(
+            {
+                "thread": args.thread.name if args.thread is not None else "?",
+                "type": args.exc_type.__name__,
+                "message": " ".join(str(args.exc_value).split())[:300],
+                "traceback": "".join(
+                    traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback)
+                )[-4000:],
+            }
+        )
+
+    threading.excepthook = hook
+    try:
+        yield caught
+    finally:
+        threading.excepthook = previous
+
+
+def thread_report(caught: Sequence[dict[str, str]]) -> dict[str, object]:
+    """The report keys for ``caught`` (:func:`thread_exceptions`): ``thread_exception_count``
+    and ``thread_exceptions`` (at most :data:`THREAD_EXCEPTIONS_LISTED`)."""
+    return {
+        "thread_exception_count": len(caught),
+        "thread_exceptions": list(caught[:THREAD_EXCEPTIONS_LISTED]),
+    }
+
+
+def thread_line(caught: Sequence[dict[str, str]]) -> str | None:
+    """One line for stderr about ``caught``, or None when the threads raised nothing."""
+    if not caught:
+        return None
+    first = caught[0]
+    return (
+        f"crashpoint: the target's threads raised {len(caught)} exception(s) (first, in "
+        f"{first['thread']}: {first['type']}: {first['message'][:120]}); their tracebacks are "
+        "in report.json (thread_exceptions)"
+    )

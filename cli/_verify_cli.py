@@ -208,7 +208,7 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
 
     return run_guarded(
         "verify",
-        lambda: _run(args, console),
+        lambda: _run(args, console, err),
         VerifyUsageError,
         out=args.out,
         target=args.target,
@@ -216,8 +216,19 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
     )
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    from ._options import parse_models
+def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """The command, with what the target's threads raise collected for the report and
+    said in one line on stderr (:func:`~crashpoint._options.thread_exceptions`)."""
+    from ._options import thread_exceptions
+
+    with thread_exceptions() as caught:
+        return _verify(args, console, err, caught)
+
+
+def _verify(
+    args: argparse.Namespace, console: Console, err: Console, caught: list[dict[str, str]]
+) -> int:
+    from ._options import parse_models, thread_line, thread_report
     from .reports import build_verify_report
     from .scenarios.jobs.verify import verify
     from .scenarios.targets.user import BadTarget, TargetTimeout, load_factory
@@ -356,8 +367,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         os.path.join(out, "report.md"),
         os.path.join(out, "report.html"),
     )
+    _values_beside_load(report, factory, args, result.values)
+    details = _html_details(report, result)
+    report.update(thread_report(caught))  # (the threads of the run and of its re-run)
     try:  # all three together (issue 21)
-        details = _html_details(report, result)
         write_reports(paths, report, render_markdown(report), details)
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
@@ -413,6 +426,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             )
 
     print_to_stdout(show)
+    line = thread_line(caught)
+    if line is not None:  # after the summary: the last thing said
+        err.print(line, markup=False, highlight=False, emoji=False)
     if result.incomplete or result.failed_checks:
         return EXIT_VIOLATION
     if known is not None:
@@ -428,3 +444,25 @@ def _html_details(report: dict[str, Any], result: Any) -> dict[str, Any] | None:
     from .scenarios.jobs.details import report_details
 
     return report_details(report, result.results) or None
+
+
+def _values_beside_load(
+    report: dict[str, Any], factory: Any, args: argparse.Namespace, values: str
+) -> None:
+    """Add to ``report``'s violations of a document target the value each save was given
+    and what load returned (``saves``, ``load_value``:
+    :func:`~crashpoint.scenarios.jobs.details.document_values`), from a re-run of each
+    named workload (runs are deterministic); nothing when the run cannot be rebuilt."""
+    if not report["totals"]["violations"] or args.kind != "document" or values == "custom":
+        return
+    from .scenarios.jobs.details import document_values
+    from .scenarios.kinds.document.kind import DOC_BASE, DocumentKind
+    from .scenarios.targets.user import make_runner
+
+    try:
+        with make_runner(factory, DOC_BASE, spec=args.target, seed=args.seed) as runner:
+            document_values(
+                report, DocumentKind(runner, args.target, values=values, seed=args.seed)
+            )
+    except Exception:  # the reports are still written, without the values
+        return

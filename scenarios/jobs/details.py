@@ -17,14 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...faultfs import get_model
+from ...faultfs import CrashState, Op, crash_points, get_model
 from ..engine.explore import CrashTrace, EngineResult, detail_key
+from ..engine.faults import parse_fault
 from ..explain.search import _prefix_state, file_view, timeline
 
-__all__ = ["MAX_DETAILS", "report_details"]
+__all__ = ["MAX_DETAILS", "document_values", "report_details"]
 
 MAX_DETAILS = 20
 """Counterexamples given a detail per report (the page renders at most this many)."""
+
+VALUE_CHARS = 300
+"""A value shown in a report (its ``repr``) is cut to this many characters."""
 
 
 def report_details(report: Mapping[str, Any], results: Iterable[EngineResult]) -> dict[str, Any]:
@@ -61,3 +65,70 @@ def _detail(trace: CrashTrace, model: str, k: int) -> dict[str, Any]:
         for p, d in trace.state.files
     ]
     return {"timeline": view, "files": files}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + f"… ({len(text)} chars)"
+
+
+def _status(step: Any, k: int) -> str:
+    """What had become of a save at crash point ``k``."""
+    if step.end is not None and step.end <= k:
+        return f"failed: {step.error}" if step.error else "acknowledged"
+    if step.begin < k:
+        return "in flight"
+    return "not started"
+
+
+def document_values(report: Mapping[str, Any], doc: Any) -> None:
+    """Add to each listed violation of a document report (in place) ``saves``: the value
+    each save of its workload was given, as ``[{"call": "save#0", "value": repr,
+    "status": "acknowledged" | "failed: ..." | "in flight" | "not started"}]`` at its
+    crash point, and ``load_value``: what load returned there (``repr``, or ``raised
+    ...``), side by side in the reports (issue 22). Workloads not rebuilt by name (a drawn
+    ``random``) get neither."""
+    runs: dict[tuple[str, str], Any] = {}
+    for s in report.get("scenarios", []):
+        for v in s["violations"]:
+            run_key = (s["name"], v.get("fault") or "")
+            if run_key not in runs:
+                try:
+                    workload = doc.workload(s["name"])
+                    runs[run_key] = doc.record(
+                        workload, parse_fault(run_key[1]) if run_key[1] else None
+                    )
+                except Exception:  # random (drawn), or a run that cannot be rebuilt
+                    runs[run_key] = None
+            run = runs[run_key]
+            if run is None:
+                continue
+            k = v["crash_point"]["index"]
+            v["saves"] = [
+                {"call": st.label, "value": _shown(st.payload[1]), "status": _status(st, k)}
+                for st in run.steps
+                if isinstance(st.payload, tuple) and st.payload[0] == "save"
+            ]
+            state = _state(run.initial, run.ops, v["model"], k, v["state_digest"])
+            if state is not None:
+                obs = doc.observe(state)
+                v["load_value"] = f"raised {obs.error}" if obs.error else _shown(obs.value)
+    top = report.get("counterexample")
+    if isinstance(top, dict):  # the minimal counterexample: its scenario entry's values
+        same = ("scenario", "model", "fault", "state_digest")
+        for s in report.get("scenarios", []):
+            for v in s["violations"]:
+                point = v["crash_point"]["index"] == top["crash_point"]["index"]
+                if "saves" in v and point and all(v.get(key) == top.get(key) for key in same):
+                    top["saves"] = v["saves"]
+                    if "load_value" in v:
+                        top["load_value"] = v["load_value"]
+
+
+def _state(
+    initial: CrashState, ops: list[Op], model: str, k: int, digest: str
+) -> CrashState | None:
+    for point in crash_points(get_model(model), initial, ops):
+        if point.index == k:
+            return next((st for st in point.states if st.digest() == digest), None)
+    return None
