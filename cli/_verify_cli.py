@@ -367,7 +367,7 @@ def _verify(
         os.path.join(out, "report.md"),
         os.path.join(out, "report.html"),
     )
-    _values_beside_load(report, factory, args, result.values)
+    _values_beside_load(report, result, args)
     details = _html_details(report, result)
     report.update(thread_report(caught))  # (the threads of the run and of its re-run)
     try:  # all three together (issue 21)
@@ -446,23 +446,13 @@ def _html_details(report: dict[str, Any], result: Any) -> dict[str, Any] | None:
     return report_details(report, result.results) or None
 
 
-def _values_beside_load(
-    report: dict[str, Any], factory: Any, args: argparse.Namespace, values: str
-) -> None:
+def _values_beside_load(report: dict[str, Any], result: Any, args: argparse.Namespace) -> None:
     """Add to ``report``'s violations of a document target the value each save was given
     and what load returned (``saves``, ``load_value``:
-    :func:`~crashpoint.scenarios.jobs.details.document_values`), from a re-run of each
-    named workload (runs are deterministic); nothing when the run cannot be rebuilt."""
-    if not report["totals"]["violations"] or args.kind != "document" or values == "custom":
+    :func:`~crashpoint.scenarios.jobs.details.document_values`), from the traces the
+    engine kept with the counterexamples."""
+    if not report["totals"]["violations"] or args.kind != "document":
         return
     from .scenarios.jobs.details import document_values
-    from .scenarios.kinds.document.kind import DOC_BASE, DocumentKind
-    from .scenarios.targets.user import make_runner
 
-    try:
-        with make_runner(factory, DOC_BASE, spec=args.target, seed=args.seed) as runner:
-            document_values(
-                report, DocumentKind(runner, args.target, values=values, seed=args.seed)
-            )
-    except Exception:  # the reports are still written, without the values
-        return
+    document_values(report, result.results)

@@ -197,14 +197,17 @@ class Run:
 class CrashTrace:
     """What a counterexample was found in, kept by the engine so report.html can show
     its operation timeline and files byte for byte without recording the run again
-    (issue 19): the run's initial disk, operations and marks (shared with every other
-    counterexample of the run, never copied), its base directory and the crash state."""
+    (issue 19): the run's initial disk, operations, marks and steps (shared with every
+    other counterexample of the run, never copied), its base directory, the crash state
+    and what the kind observed of it (None for a finding on the trace itself: S1, F1)."""
 
     initial: CrashState
     ops: Sequence[Op]
     marks: Sequence[Op]
     base: str
     state: CrashState
+    steps: Sequence[Step] = ()
+    observation: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -828,6 +831,7 @@ class _Judge(Generic[W, Obs]):
         marks: Sequence[Op],
     ) -> Counterexample:
         ops = run.ops
+        obs = self.cache.get(digest, _UNOBSERVED)
         subject = f.subject or self.kind.subject
         return Counterexample(
             f.invariant,
@@ -845,7 +849,15 @@ class _Judge(Generic[W, Obs]):
             f.got,
             self.kind.replay(self.workload, self.model, k, run.fault),
             fault_spec(run.fault) if run.fault is not None else "",
-            CrashTrace(run.initial, run.ops, marks, run.base, state),
+            CrashTrace(
+                run.initial,
+                run.ops,
+                marks,
+                run.base,
+                state,
+                run.steps,
+                None if obs is _UNOBSERVED else obs,
+            ),
         )
 
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...faultfs import CrashState, Op, crash_points, get_model
+from ...faultfs import get_model
 from ..engine.explore import CrashTrace, EngineResult, detail_key
-from ..engine.faults import parse_fault
 from ..explain.search import _prefix_state, file_view, timeline
 
 __all__ = ["MAX_DETAILS", "document_values", "report_details"]
@@ -35,12 +34,7 @@ def report_details(report: Mapping[str, Any], results: Iterable[EngineResult]) -
     """``{detail_key: {"timeline", "files"}}`` for the first :data:`MAX_DETAILS`
     counterexamples ``report`` lists (its ``scenarios[].violations``, in order), each
     rendered from the trace its finding in ``results`` carries."""
-    traces: dict[tuple[str, str], CrashTrace] = {}  # by (detail key, fault)
-    for r in results:
-        for c in (*r.counterexamples, *r.warnings):
-            if c.trace is not None:
-                key = detail_key(r.workload, c.model, c.crash_point, c.state_digest)
-                traces.setdefault((key, c.fault), c.trace)
+    traces = _traces(results)
     out: dict[str, Any] = {}
     for s in report.get("scenarios", []):
         for v in s["violations"]:
@@ -51,6 +45,17 @@ def report_details(report: Mapping[str, Any], results: Iterable[EngineResult]) -
             if key not in out and trace is not None:
                 out[key] = _detail(trace, v["model"], v["crash_point"]["index"])
     return out
+
+
+def _traces(results: Iterable[EngineResult]) -> dict[tuple[str, str], CrashTrace]:
+    """Each counterexample's trace, by (:func:`detail_key`, fault), the first kept."""
+    traces: dict[tuple[str, str], CrashTrace] = {}
+    for r in results:
+        for c in (*r.counterexamples, *r.warnings):
+            if c.trace is not None:
+                key = detail_key(r.workload, c.model, c.crash_point, c.state_digest)
+                traces.setdefault((key, c.fault), c.trace)
+    return traces
 
 
 def _detail(trace: CrashTrace, model: str, k: int) -> dict[str, Any]:
@@ -81,37 +86,29 @@ def _status(step: Any, k: int) -> str:
     return "not started"
 
 
-def document_values(report: Mapping[str, Any], doc: Any) -> None:
+def document_values(report: Mapping[str, Any], results: Iterable[EngineResult]) -> None:
     """Add to each listed violation of a document report (in place) ``saves``: the value
     each save of its workload was given, as ``[{"call": "save#0", "value": repr,
     "status": "acknowledged" | "failed: ..." | "in flight" | "not started"}]`` at its
     crash point, and ``load_value``: what load returned there (``repr``, or ``raised
-    ...``), side by side in the reports (issue 22). Workloads not rebuilt by name (a drawn
-    ``random``) get neither."""
-    runs: dict[tuple[str, str], Any] = {}
+    ...``), side by side in the reports (issue 22). Both come from the trace the engine
+    kept with the counterexample (its run's steps, its observation of the crash state),
+    so a drawn ``random`` workload has them too; nothing is recorded again."""
+    traces = _traces(results)
     for s in report.get("scenarios", []):
         for v in s["violations"]:
-            run_key = (s["name"], v.get("fault") or "")
-            if run_key not in runs:
-                try:
-                    workload = doc.workload(s["name"])
-                    runs[run_key] = doc.record(
-                        workload, parse_fault(run_key[1]) if run_key[1] else None
-                    )
-                except Exception:  # random (drawn), or a run that cannot be rebuilt
-                    runs[run_key] = None
-            run = runs[run_key]
-            if run is None:
-                continue
             k = v["crash_point"]["index"]
+            key = detail_key(s["name"], v["model"], k, v["state_digest"])
+            trace = traces.get((key, v.get("fault") or ""))
+            if trace is None:
+                continue
             v["saves"] = [
                 {"call": st.label, "value": _shown(st.payload[1]), "status": _status(st, k)}
-                for st in run.steps
+                for st in trace.steps
                 if isinstance(st.payload, tuple) and st.payload[0] == "save"
             ]
-            state = _state(run.initial, run.ops, v["model"], k, v["state_digest"])
-            if state is not None:
-                obs = doc.observe(state)
+            obs = trace.observation
+            if obs is not None:
                 v["load_value"] = f"raised {obs.error}" if obs.error else _shown(obs.value)
     top = report.get("counterexample")
     if isinstance(top, dict):  # the minimal counterexample: its scenario entry's values
@@ -123,12 +120,3 @@ def document_values(report: Mapping[str, Any], doc: Any) -> None:
                     top["saves"] = v["saves"]
                     if "load_value" in v:
                         top["load_value"] = v["load_value"]
-
-
-def _state(
-    initial: CrashState, ops: list[Op], model: str, k: int, digest: str
-) -> CrashState | None:
-    for point in crash_points(get_model(model), initial, ops):
-        if point.index == k:
-            return next((st for st in point.states if st.digest() == digest), None)
-    return None

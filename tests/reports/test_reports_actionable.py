@@ -83,6 +83,20 @@ def test_each_save_value_and_what_load_returned_stand_side_by_side(
     assert "Values saved, and what load returned" in html
 
 
+def test_a_drawn_workload_s_values_stand_beside_load_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``random`` is drawn by hypothesis, never rebuilt by name: its values come from the
+    trace the engine kept with each counterexample."""
+    code, report, _, _ = verify(
+        capsys, tmp_path / "r", f"{JSONSTORE}:InPlaceJsonStore", "--workload", "random"
+    )
+    assert code == 1
+    listed = violations(report)
+    assert listed and all(v["saves"] and "load_value" in v for v in listed)
+    assert any(s["status"] == "in flight" for v in listed for s in v["saves"])
+
+
 def test_one_card_per_crash_state_lists_every_invariant_it_breaks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
