@@ -133,6 +133,14 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         help="seconds one call of the target may take (default: no limit; with --exec, 60)",
     )
     p.add_argument(
+        "--max-output",
+        type=int_option("--max-output", 1),
+        metavar="BYTES",
+        help="--exec: bytes a command may print on standard output or error, and its strace "
+        "log may hold (default 134217728, 128 MiB); past it the command is killed and the "
+        "run stops (exit 2)",
+    )
+    p.add_argument(
         "--baseline",
         metavar="REPORT",
         help="an earlier report.json: fail only on findings not in it",
@@ -253,15 +261,19 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             raise VerifyUsageError(str(exc)) from None
     elif args.save is not None or args.load is not None:
         raise VerifyUsageError("--save and --load apply to --exec only")
+    elif args.max_output is not None:
+        raise VerifyUsageError("--max-output applies to --exec only")
     elif not args.target:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
     if args.exec is not None:
-        from .scenarios.jobs.exec import allow_processes
+        from .scenarios.jobs.exec import MAX_OUTPUT, allow_processes
 
         allow_processes()  # a new run (an earlier one in this process may have stopped them)
         if args.timeout is None:
             args.timeout = EXEC_TIMEOUT
+        if args.max_output is None:
+            args.max_output = MAX_OUTPUT
     try:
         if args.exec:
             from .scenarios.jobs.exec import verify_exec_state_storage
@@ -277,6 +289,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 crash_point=args.crash_point,
                 faults=args.faults,
                 fault=fault,
+                max_output=args.max_output,
             )
         elif args.exec is not None:
             from .scenarios.jobs.exec import verify_exec
@@ -294,6 +307,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 fault=fault,
                 timeout=args.timeout,
                 jobs=args.jobs or _cores(),
+                max_output=args.max_output,
             )
         else:
             factory = load_factory(args.target)
