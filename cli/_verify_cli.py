@@ -27,6 +27,15 @@ class VerifyUsageError(Exception):
     """Bad input or a bad target: one line, exit 2."""
 
 
+def _shard(text: str) -> tuple[int, int]:
+    from ._options import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -149,6 +158,13 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--crash-point", type=int_option("--crash-point", 0), metavar="K", help="only crash point K"
     )
     p.add_argument("--fault", metavar="K:NAME", help="only this fault (replay), e.g. 3:ENOSPC")
+    p.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="only slice K of N of the crash-state space (CI matrices; `crashpoint report "
+        "merge` combines the N reports into the unsharded run's)",
+    )
     p.add_argument("--seed", type=int_option("--seed", 0), default=0, metavar="N", help="seed (0)")
     p.add_argument(
         "--examples",
@@ -250,6 +266,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError("--values applies to --kind document only")
     if args.format is not None and args.kind != "state-storage":
         raise VerifyUsageError("--format applies to --kind state-storage only")
+    if args.shard is not None and args.exec is not None:
+        raise VerifyUsageError("--shard does not apply to --exec (run it unsharded)")
+    if args.shard is not None and args.baseline:
+        raise VerifyUsageError(
+            "--baseline compares a whole run: merge the shards (crashpoint report merge), "
+            "or run unsharded"
+        )
     known, baseline_target = _baseline(args.baseline) if args.baseline else (None, None)
     exec_facts: Any = None
     if args.exec is not None:
@@ -326,6 +349,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 target=args.target,
                 reference_format=True if args.format == "reference" else None,
                 jobs=args.jobs or 1,
+                shard=args.shard,
             )
     except BadTarget as exc:
         raise VerifyUsageError(str(exc)) from None
@@ -346,6 +370,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     report = build_verify_report(result, model=args.model)
     if exec_facts is not None:
         report["exec"] = exec_facts.as_dict()
+    details = _html_details(report, result)
+    if args.shard is not None:  # what `crashpoint report merge` needs (reports/_shards.py)
+        from .reports._shards import shard_section
+
+        report["shard"] = shard_section(result.results, args.shard, result, details=details)
     new: list[str] = []
     if known is not None:
         new = sorted(
@@ -371,7 +400,6 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         os.path.join(out, "report.html"),
     )
     try:  # all three together (issue 21)
-        details = _html_details(report, result)
         write_reports(paths, report, render_markdown(report), details)
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
