@@ -188,3 +188,12 @@ def test_verify_shard_refuses_exec_and_baseline(
     target = f"{STORES}:JsonStore"
     code = main(["verify", target, "--shard", "1/2", "--baseline", str(tmp_path / "r.json"), *out])
     assert code == 2 and "--baseline" in capsys.readouterr().err
+
+
+def test_verify_state_storage_in_3_shards_merges_to_the_unsharded_report(tmp_path: Path) -> None:
+    target = f"{ROOT}/tests/verify/targets.py:reference"
+    args = ["verify", target, "--kind", "state-storage", "--model", "power-loss"]
+    whole = _merged_equals_whole(
+        tmp_path, [*args, "--examples", "2", "--workload", "first-save", "--workload", "delete"], 3
+    )
+    assert whole["conformance"] and whole["verdict"] == "clean"
