@@ -23,8 +23,14 @@ files they read (A5) and write (A3) are known. Faults: the call that made operat
 whose call another tracee also made ``N`` times cannot be targeted and is reported
 (verdict incomplete), never guessed.
 
+Containment (issue 21): every command runs in a PID namespace of its own where the
+machine allows, else in a process group found again by a reaper (:func:`run_process`):
+nothing it starts outlives it, its timeout or crashpoint; its output and strace log are
+read with a deadline and capped (``max_output``).
+
 Errors: :class:`~crashpoint.scenarios.targets.user.BadTarget` (no strace, a command
-without its placeholders, a clean save that fails: exit 2) and
+without its placeholders, a clean save that fails: exit 2), :class:`OutputTooLarge` (a
+BadTarget: a command printed, or logged, more than ``max_output`` bytes) and
 :class:`~crashpoint.scenarios.targets.user.TargetTimeout` (a command ran past
 ``timeout`` seconds: it is killed, exit 2).
 """
