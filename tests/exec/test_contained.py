@@ -39,6 +39,12 @@ def _strace() -> None:
     exec_mod.allow_processes()
 
 
+def _marker(seconds: int) -> str:
+    """``sleep SECONDS.NNNNNN``: a command line of this test run's own (a process left by
+    another run is not taken for one of this run's)."""
+    return f"sleep {seconds}.{int.from_bytes(os.urandom(3), 'big'):08d}"
+
+
 def _running(command: str) -> bool:
     """A process whose whole command line is ``command`` is running (not a zombie)."""
     found = subprocess.run(["pgrep", "-x", "-f", command], capture_output=True, text=True)
@@ -78,7 +84,7 @@ def test_a_setsid_daemon_holding_stdout_ends_with_the_command(
         request.getfixturevalue("no_namespace")
     elif not getattr(exec_mod, "pid_namespace", lambda: True)():
         pytest.skip("no PID namespace can be made here")
-    marker = "sleep 17"
+    marker = _marker(17)
     started = time.monotonic()
     done: object = None
     with contextlib.suppress(TargetTimeout):  # the old code: it waited for the daemon
@@ -97,7 +103,7 @@ def test_a_daemon_left_by_a_save_does_not_stretch_the_timeout(
 ) -> None:
     """A save leaving a ``setsid`` daemon holding stdout: ``--timeout 2`` ends the run
     in about 2 s, exit 2 naming the limit (it took the daemon's whole life: 120 s)."""
-    marker = "sleep 23"
+    marker = _marker(23)
     save = f'sh -c \'setsid {marker} & exec {STORE} save "$0" "$1"\' {{dir}} {{value}}'
     started = time.monotonic()
     code = _verify(tmp_path, save, "--timeout", "2")
@@ -109,7 +115,7 @@ def test_a_daemon_left_by_a_save_does_not_stretch_the_timeout(
 
 
 def test_a_daemon_with_its_output_closed_does_not_outlive_crashpoint(tmp_path: Path) -> None:
-    marker = "sleep 9742"
+    marker = _marker(60)
     daemon = f'setsid sh -c "exec >/dev/null 2>&1 </dev/null; {marker}" &'
     save = f'sh -c \'{daemon} {STORE} save "$0" "$1"\' {{dir}} {{value}}'
     code = _verify(tmp_path, save, "--timeout", "2")
