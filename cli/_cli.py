@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NoReturn
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 from rich.console import Console
 
 from . import __version__
+from ._build import explore_report, write_all
 from ._options import (
     ProgressLine,
     Terminated,
@@ -240,6 +240,9 @@ def _parser() -> argparse.ArgumentParser:
     from ._explain_cli import add_explain_parser
 
     add_explain_parser(sub)
+    from ._report_cli import add_report_parser
+
+    add_report_parser(sub)
     return parser
 
 
@@ -289,8 +292,10 @@ def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, er
         command = f"crashpoint {args.command}" if args.command else command
         if extra:
             raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command)
-        if args.command not in ("explore", "verify", "explain"):
-            raise UsageError("a command is required: explore, verify or explain", "crashpoint")
+        if args.command not in ("explore", "verify", "explain", "report"):
+            raise UsageError(
+                "a command is required: explore, verify, explain or report", "crashpoint"
+            )
         with _no_library_caches():
             if args.command == "verify":
                 from ._verify_cli import run_verify
@@ -300,6 +305,10 @@ def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, er
                 from ._explain_cli import run_explain
 
                 return run_explain(args, console, err)
+            if args.command == "report":
+                from ._report_cli import run_report
+
+                return run_report(args, console, err)
             return _explore(args, console, err)
     except UsageError as exc:
         print_usage_error(err, exc.args[0], exc.args[1] if len(exc.args) > 1 else command)
@@ -448,19 +457,10 @@ def _prepare_out(path: str) -> str:
 def _write_reports(
     report: dict[str, object], out: str, details: dict[str, object] | None = None
 ) -> tuple[str, str, str]:
-    from .reports._html import write_reports
-    from .reports._markdown import render_markdown
-
-    paths = (
-        os.path.join(out, "report.json"),
-        os.path.join(out, "report.md"),
-        os.path.join(out, "report.html"),
-    )
     try:
-        write_reports(paths, report, render_markdown(report), details)  # together (issue 21)
+        return write_all(report, out, details)
     except OSError as exc:
         raise UsageError(f"cannot write the reports to {out!r}: {exc.strerror or exc}") from None
-    return paths
 
 
 def _list(console: Console) -> int:
@@ -524,8 +524,8 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         )
     if args.zoo:
         return _zoo(args, workloads, models, out, jobs, console, err)
-    from .reports import build_report, print_summary
-    from .scenarios.jobs.explore import auto_jobs, plan_tasks, run_tasks
+    from .reports import print_summary
+    from .scenarios.jobs.explore import auto_jobs, explore_run_id, plan_tasks, run_tasks
 
     tasks = plan_tasks(
         [w.name for w in workloads],
@@ -541,15 +541,21 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.jobs is None:  # the default: 1 for a small run, all cores for a large one
         jobs = auto_jobs(tasks, jobs)
     results = with_progress(tasks, jobs, run_tasks, err)
-    report = build_report(results, model=args.model, target=target.name)
-    examined_nothing = not report["totals"]["distinct_states"]
-    if examined_nothing:  # never a false green: a run that examined nothing says so
-        report["examined_nothing"] = True
-    details: dict[str, object] | None = None
-    if report["totals"]["violations"]:  # report.html's timelines and crash-state bytes
-        from .scenarios.jobs.details import report_details
+    run_id = explore_run_id(
+        [w.name for w in workloads],
+        [m.name for m in models],
+        target.name,
+        faults=args.faults,
+        only_fault=args.fault,
+        crash_point=args.crash_point,
+        reorder_bound=args.reorder_bound,
+    )
+    report, details = explore_report(results, model=args.model, target=target.name, run_id=run_id)
+    examined_nothing = bool(report.get("examined_nothing"))
+    if args.shard is not None:  # what `crashpoint report merge` needs (reports/_shards.py)
+        from .reports._shards import shard_section
 
-        details = dict(report_details(report, results))
+        report["shard"] = shard_section(results, args.shard, details=details)
     paths = _write_reports(report, out, details)
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
     if args.require_exhaustive and not report["exhaustive"]:

@@ -27,6 +27,15 @@ class VerifyUsageError(Exception):
     """Bad input or a bad target: one line, exit 2."""
 
 
+def _shard(text: str) -> tuple[int, int]:
+    from ._options import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -133,6 +142,14 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         help="seconds one call of the target may take (default: no limit; with --exec, 60)",
     )
     p.add_argument(
+        "--max-output",
+        type=int_option("--max-output", 1),
+        metavar="BYTES",
+        help="--exec: bytes a command may print on standard output or error, and its strace "
+        "log may hold (default 134217728, 128 MiB); past it the command is killed and the "
+        "run stops (exit 2)",
+    )
+    p.add_argument(
         "--baseline",
         metavar="REPORT",
         help="an earlier report.json: fail only on findings not in it",
@@ -141,6 +158,13 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--crash-point", type=int_option("--crash-point", 0), metavar="K", help="only crash point K"
     )
     p.add_argument("--fault", metavar="K:NAME", help="only this fault (replay), e.g. 3:ENOSPC")
+    p.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="only slice K of N of the crash-state space (CI matrices; `crashpoint report "
+        "merge` combines the N reports into the unsharded run's)",
+    )
     p.add_argument("--seed", type=int_option("--seed", 0), default=0, metavar="N", help="seed (0)")
     p.add_argument(
         "--examples",
@@ -253,6 +277,13 @@ def _verify(
         raise VerifyUsageError("--values applies to --kind document only")
     if args.format is not None and args.kind != "state-storage":
         raise VerifyUsageError("--format applies to --kind state-storage only")
+    if args.shard is not None and args.exec is not None:
+        raise VerifyUsageError("--shard does not apply to --exec (run it unsharded)")
+    if args.shard is not None and args.baseline:
+        raise VerifyUsageError(
+            "--baseline compares a whole run: merge the shards (crashpoint report merge), "
+            "or run unsharded"
+        )
     known, baseline_target = _baseline(args.baseline) if args.baseline else (None, None)
     exec_facts: Any = None
     if args.exec is not None:
@@ -264,15 +295,19 @@ def _verify(
             raise VerifyUsageError(str(exc)) from None
     elif args.save is not None or args.load is not None:
         raise VerifyUsageError("--save and --load apply to --exec only")
+    elif args.max_output is not None:
+        raise VerifyUsageError("--max-output applies to --exec only")
     elif not args.target:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
     if args.exec is not None:
-        from .scenarios.jobs.exec import allow_processes
+        from .scenarios.jobs.exec import MAX_OUTPUT, allow_processes
 
         allow_processes()  # a new run (an earlier one in this process may have stopped them)
         if args.timeout is None:
             args.timeout = EXEC_TIMEOUT
+        if args.max_output is None:
+            args.max_output = MAX_OUTPUT
     try:
         if args.exec:
             from .scenarios.jobs.exec import verify_exec_state_storage
@@ -288,6 +323,7 @@ def _verify(
                 crash_point=args.crash_point,
                 faults=args.faults,
                 fault=fault,
+                max_output=args.max_output,
             )
         elif args.exec is not None:
             from .scenarios.jobs.exec import verify_exec
@@ -305,6 +341,7 @@ def _verify(
                 fault=fault,
                 timeout=args.timeout,
                 jobs=args.jobs or _cores(),
+                max_output=args.max_output,
             )
         else:
             factory = load_factory(args.target)
@@ -323,6 +360,7 @@ def _verify(
                 target=args.target,
                 reference_format=True if args.format == "reference" else None,
                 jobs=args.jobs or 1,
+                shard=args.shard,
             )
     except BadTarget as exc:
         raise VerifyUsageError(str(exc)) from None
@@ -343,6 +381,11 @@ def _verify(
     report = build_verify_report(result, model=args.model)
     if exec_facts is not None:
         report["exec"] = exec_facts.as_dict()
+    details = _html_details(report, result)
+    if args.shard is not None:  # what `crashpoint report merge` needs (reports/_shards.py)
+        from .reports._shards import shard_section
+
+        report["shard"] = shard_section(result.results, args.shard, result, details=details)
     new: list[str] = []
     if known is not None:
         new = sorted(

@@ -14,8 +14,11 @@ intercepted in Python and recorded here.
 What is not replayed is never dropped silently:
 
 * a mutating call on a path outside the directory is an *escape* (S1), except
-  under the stated ignore rule :data:`IGNORED_RULE` (``/dev``, ``/proc``, ``/sys``,
-  and interpreter caches: Python bytecode in ``__pycache__``, ``node-compile-cache``);
+  under the stated ignore rule :data:`IGNORED_RULE` (devices that store nothing such as
+  ``/dev/null`` and ``/dev/tty``, multiprocessing's semaphores ``/dev/shm/sem.*``,
+  ``/proc``, ``/sys``, and interpreter caches: Python bytecode in ``__pycache__``,
+  ``node-compile-cache``); an escape onto memory-backed storage (``/dev/shm``, any
+  tmpfs) says so (:func:`memory_backed`);
 * a call the model cannot represent on a file of the directory (``mmap`` shared and
   writable, ``msync``, ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``,
   ``io_uring_*``, ``symlink``, ``sync``, ``openat2`` ...) is *unsupported*, by
@@ -58,13 +61,47 @@ TRACED_SYSCALLS = (
 """The system calls recorded (``strace -e trace=``)."""
 
 IGNORED_RULE = (
-    "writes outside the directory under /dev, /proc or /sys, to Python bytecode (a .pyc "
-    "file, or its temporary .pyc.N, in a __pycache__ directory) or under a "
-    "node-compile-cache directory (interpreter caches), are ignored"
+    "writes outside the directory to a device that stores nothing (/dev/null, /dev/zero, "
+    "/dev/full, /dev/random, /dev/urandom, /dev/tty, /dev/console, /dev/ptmx, /dev/pts/*, "
+    "/dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/*), to multiprocessing's semaphores "
+    "(/dev/shm/sem.*), under /proc or /sys, to Python bytecode (a .pyc file, or its "
+    "temporary .pyc.N, in a __pycache__ directory) or under a node-compile-cache directory "
+    "(interpreter caches), are ignored; any other write outside it, /dev/shm and every "
+    "tmpfs included, is an escape (S1)"
 )
 """The stated rule for what is not an escape (reports list it)."""
 
-_IGNORED_PREFIXES = ("/dev/", "/proc/", "/sys/")
+_IGNORED_PREFIXES = ("/proc/", "/sys/", "/dev/pts/", "/dev/fd/", "/dev/shm/sem.")
+_DEVICE_NAMES = "null zero full random urandom tty console ptmx stdin stdout stderr"
+_DEVICES = frozenset(f"/dev/{name}" for name in _DEVICE_NAMES.split(" "))
+_MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
+
+
+def ignored_path(real: str) -> bool:
+    """``real`` (absolute, outside the directory) falls under :data:`IGNORED_RULE`."""
+    return real in _DEVICES or real.startswith(_IGNORED_PREFIXES) or _interpreter_cache(real)
+
+
+def memory_backed(real: str, mounts: str = "/proc/self/mounts") -> str | None:
+    """The type of the memory-backed filesystem ``real`` lives on (``tmpfs``, ``ramfs``
+    ...: its files are lost at a power loss or reboot), by the longest mount point of
+    ``mounts`` (proc_pid_mounts(5)) holding it; None on any other filesystem."""
+    best, kind = "", ""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return None
+    for row in rows:
+        if len(row) < 3:
+            continue
+        point = row[1].replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, row[2]
+    return kind if kind in _MEMORY_FS else None
+
+
 _CACHE_DIRS = ("__pycache__", "node-compile-cache")
 
 
@@ -153,12 +190,17 @@ _RESUMED = re.compile(r"^<\.\.\. ([a-z_0-9]+) resumed>(.*)$", re.S)
 _RESULT = re.compile(r"\)\s+= (-?\d+|\?|0x[0-9a-f]+)(?:<([^>]*)>)?(?: ([A-Z0-9_]+))?(.*)$")
 
 
-def parse_log(text: str) -> list[Syscall]:
-    """The completed calls of an ``strace -f -y -X raw -xx`` log, in completion order."""
+def parse_log(text: str | Iterable[str]) -> list[Syscall]:
+    """The completed calls of an ``strace -f -y -X raw -xx`` log, in completion order.
+
+    ``text``: the log, or its lines (an open file: read a line at a time, so a large log
+    is never held twice)."""
     pending: dict[int, tuple[str, str]] = {}
     seen: set[int] = set()
     out: list[Syscall] = []
-    for line in text.splitlines():
+    lines = text.splitlines() if isinstance(text, str) else text
+    for line in lines:
+        line = line.rstrip("\n")
         m = _HEAD.match(line)
         if not m:
             continue
@@ -358,11 +400,14 @@ class StraceReplay:
         return posixpath.normpath(path)
 
     def _outside(self, call: str, real: str) -> None:
-        if real.startswith(_IGNORED_PREFIXES) or _interpreter_cache(real):
+        if ignored_path(real):
             if real not in self.ignored:
                 self.ignored.append(real)
             return
         what = f"{call}({real})"
+        memory = memory_backed(real)
+        if memory is not None:
+            what += f" (memory-backed storage, {memory}: lost at a power loss or reboot)"
         if what not in self.escapes:
             self.escapes.append(what)
 

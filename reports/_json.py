@@ -214,6 +214,7 @@ def zoo_dict(rows: Sequence[ZooRow], models: Sequence[str]) -> dict[str, Any]:
 def report_extra(result: VerifyResult) -> dict[str, Any]:
     """The keys a verify report adds to an explore report."""
     return {
+        "run_id": result.run_id,
         "kind": result.kind,
         "mode": result.mode,
         "verdict": result.verdict,

@@ -362,6 +362,11 @@ class EngineResult:
         state_ids: identities of the distinct crash states.
         subjects: subjects judged (sessions), when the kind counts them; 0 means no
             load was judged, so nothing about the target was verified.
+        owned_points, owned_cut: the crash points (and their cut) this result owns:
+            all of them unsharded; in shard ``K/N``, those whose first crash state falls
+            in it, so the N shards' owned counts add up to the unsharded run's
+            ``crash_points`` and ``cut`` (a crash point with states in several shards is
+            examined, and counted in ``crash_points``, by each).
     """
 
     workload: str
@@ -382,6 +387,8 @@ class EngineResult:
     subjects: int | None = field(default=None, repr=False)
     tiebreak: tuple[str, ...] = field(default=AGENT_TIEBREAK, repr=False)
     """The kind's order of findings past severity, crash point and invariant."""
+    owned_points: int = field(default=0, repr=False)
+    owned_cut: int = field(default=0, repr=False)
 
     def sort(self) -> None:
         """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
@@ -422,6 +429,8 @@ class EngineResult:
         self.crash_points += other.crash_points
         self.raw_states += other.raw_states
         self.cut += other.cut
+        self.owned_points += other.owned_points
+        self.owned_cut += other.owned_cut
         self.faults += other.faults
         self.state_ids |= other.state_ids
         self.invariants = tuple(dict.fromkeys(self.invariants + other.invariants))
@@ -681,6 +690,8 @@ class Tally(Protocol):
 
     crash_points: int
     cut: int
+    owned_points: int
+    owned_cut: int
 
 
 def judged_crash_states(
@@ -698,7 +709,8 @@ def judged_crash_states(
     ``model`` (FAULT-MODEL.md §3), filtered: ``k >= from_point``, ``k`` in ``only``
     (when given), ``k == crash_point`` (when given), states in slice ``shard``.
     Counts every crash point yielded and its states cut by the model's bound into
-    ``tally`` (never silently). The engine's judging loop runs on this."""
+    ``tally`` (never silently), and into ``owned_points``/``owned_cut`` those the shard
+    owns (:class:`EngineResult`). The engine's judging loop runs on this."""
     points: Collection[int] | None = None
     if from_point > 0 or only is not None or crash_point is not None:
         points = {
@@ -709,6 +721,10 @@ def judged_crash_states(
     for point in crash_points(model, initial, ops, points=points):
         k = point.index
         states: Sequence[CrashState] = point.states
+        # The point's owner: the shard of its first state (shard 1 for a point of none).
+        if shard is None or (_in_shard(states[0], shard) if states else shard[0] == 1):
+            tally.owned_points += 1
+            tally.owned_cut += point.cut
         if shard is not None:
             states = tuple(s for s in states if _in_shard(s, shard))
             if not states:
@@ -785,6 +801,8 @@ class _Judge(Generic[W, Obs]):
             invariant_info(finding.invariant)  # an unregistered id is a KeyError, no drop
             if k >= from_point and self.crash_point in (None, k) and finding.invariant in wanted:
                 state = state_after(run, k)
+                if self.shard is not None and not _in_shard(state, self.shard):
+                    continue  # the shard holding its crash state reports it
                 by_state.setdefault((k, digest_of(state)), []).append((state, finding))
         for k, states in judged_crash_states(
             self.model,

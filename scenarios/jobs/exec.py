@@ -23,22 +23,33 @@ files they read (A5) and write (A3) are known. Faults: the call that made operat
 whose call another tracee also made ``N`` times cannot be targeted and is reported
 (verdict incomplete), never guessed.
 
+Containment (issue 21): every command runs in a PID namespace of its own where the
+machine allows, else in a process group found again by a reaper (:func:`run_process`):
+nothing it starts outlives it, its timeout or crashpoint; its output and strace log are
+read with a deadline and capped (``max_output``).
+
 Errors: :class:`~crashpoint.scenarios.targets.user.BadTarget` (no strace, a command
-without its placeholders, a clean save that fails: exit 2) and
+without its placeholders, a clean save that fails: exit 2), :class:`OutputTooLarge` (a
+BadTarget: a command printed, or logged, more than ``max_output`` bytes) and
 :class:`~crashpoint.scenarios.targets.user.TargetTimeout` (a command ran past
 ``timeout`` seconds: it is killed, exit 2).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import errno
 import json
 import os
+import selectors
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -79,10 +90,12 @@ T = TypeVar("T")
 
 __all__ = [
     "EXEC_FAULT_ERRNOS",
+    "MAX_OUTPUT",
     "ExecDocumentKind",
     "ExecRunner",
     "LoadExit",
     "LoadOutput",
+    "OutputTooLarge",
     "SaveExit",
     "exec_fault_plan",
     "render_argv",
@@ -128,28 +141,124 @@ def render_argv(template: str, **subs: str) -> list[str]:
     return out
 
 
-_LIVE: set[int] = set()
-"""The process groups :func:`run_process` started that are still running."""
+MAX_OUTPUT = 128 * 2**20
+"""``--max-output``'s default (bytes): the most one command may print on standard output or
+standard error, and the most its strace log may hold (128 MiB: a storage engine's save
+writing 30 MB of pages logs about 120 MB in strace's hex)."""
+
+GRACE = 2.0
+"""Seconds a command's output is still read after its process exited and everything it
+left running was killed (the pipes' last bytes); then the pipes are closed."""
+
+
+class OutputTooLarge(BadTarget):
+    """A command printed more than ``limit`` bytes on ``stream`` (``stdout``, ``stderr``,
+    or ``strace log``): it is killed, the run stops (exit 2). Attributes: ``label``,
+    ``stream``, ``limit``, ``size`` (bytes seen when it was stopped)."""
+
+    def __init__(self, label: str, stream: str, limit: int, size: int) -> None:
+        super().__init__(
+            f"{label}: its {stream} passed --max-output {limit} bytes ({size} bytes when "
+            "it was stopped); raise --max-output if that much is expected"
+        )
+        self.label, self.stream, self.limit, self.size = label, stream, limit, size
+
+
+_LIVE: dict[int, str] = {}
+"""The commands :func:`run_process` started that are still running: the pid of each
+(its process group) and the token in its environment (:func:`_reap`)."""
 _LIVE_LOCK = threading.RLock()  # reentrant: a signal handler may run in a thread holding it
 _STOPPING = threading.Event()
+_TOKEN = "CRASHPOINT_EXEC_TOKEN"
+_NAMESPACE: list[bool] = []  # [whether a PID namespace can be made here], once probed
+
+
+def pid_namespace() -> bool:
+    """Whether commands run in a PID namespace of their own here (``unshare --pid --fork
+    --kill-child``, util-linux; root or user namespaces): when its first process exits or
+    is killed, the kernel kills every other process in it, a ``setsid`` daemon included
+    (pid_namespaces(7)). Probed once."""
+    if not _NAMESPACE:
+        ok = False
+        if shutil.which("unshare") is not None:
+            try:
+                ok = (
+                    subprocess.run(
+                        [*_UNSHARE, "true"],
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        timeout=10,
+                    ).returncode
+                    == 0
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+        _NAMESPACE.append(ok)
+    return _NAMESPACE[0]
+
+
+_UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--")
+
+
+def _kill(pid: int, token: str) -> None:
+    """SIGKILL the process group ``pid`` and every process carrying ``token`` (the
+    reaper: a process that left the group, a ``setsid`` daemon, still has it)."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    if not pid_namespace():
+        _reap(token)
+
+
+def _reap(token: str) -> None:
+    """SIGKILL every process whose environment holds ``CRASHPOINT_EXEC_TOKEN=token``
+    (``/proc/PID/environ``; where no PID namespace can be made)."""
+    mark = f"{_TOKEN}={token}".encode()
+    for _ in range(3):  # a process may fork while the first pass runs
+        found = False
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if mark in env:
+                found = True
+                with contextlib.suppress(OSError):
+                    os.kill(int(name), signal.SIGKILL)
+        if not found:
+            return
 
 
 def stop_processes() -> None:
-    """Interrupted (Ctrl-C, SIGTERM): kill the process group of every target process still
-    running and start no more until :func:`allow_processes` (each runs in a session of
-    its own, so the terminal's signal never reaches it: without this, strace and the
-    command under test would outlive crashpoint)."""
+    """Interrupted (Ctrl-C, SIGTERM) or exiting: kill every command still running, and
+    every process it started, and start no more until :func:`allow_processes` (each runs
+    in a session of its own, so the terminal's signal never reaches it: without this,
+    strace and the command under test would outlive crashpoint)."""
     _STOPPING.set()
     with _LIVE_LOCK:
-        groups = list(_LIVE)
-    for pid in groups:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+        live = list(_LIVE.items())
+    for pid, token in live:
+        _kill(pid, token)
 
 
 def allow_processes() -> None:
     """A new run: :func:`run_process` starts processes again."""
     _STOPPING.clear()
+
+
+atexit.register(stop_processes)  # a daemon of a command never outlives crashpoint
+
+
+def _program(name: str) -> None:
+    """Raise BadTarget when ``name`` cannot be run (as ``execve`` would say): the
+    command runs under ``unshare``, which would only print it."""
+    found = name if "/" in name else shutil.which(name)
+    if found is None or not os.path.exists(found):
+        raise BadTarget(f"cannot run {name!r}: {os.strerror(errno.ENOENT)}")
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise BadTarget(f"cannot run {name!r}: {os.strerror(errno.EACCES)}")
 
 
 def run_process(
@@ -159,18 +268,38 @@ def run_process(
     timeout: float | None,
     cwd: str,
     stdin: bytes | None = None,
+    max_output: int = MAX_OUTPUT,
+    log: str | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``argv`` in its own process group; kill the group and raise
-    TargetTimeout after ``timeout`` seconds. A missing program is BadTarget. After
-    :func:`stop_processes`, raises KeyboardInterrupt instead of starting it; an
-    exception while it runs (an interrupt) kills its group first."""
+    """Run ``argv`` contained: in a PID namespace of its own where the machine allows
+    (:func:`pid_namespace`), always in a process group and session of its own, with a
+    token in its environment for the reaper (:func:`_reap`) otherwise. Every process it
+    starts is killed when its first process exits, at the timeout, on an interrupt and
+    when crashpoint exits; its output is read with a deadline (a daemon holding the pipes
+    cannot keep it waiting).
+
+    Args:
+        timeout: seconds it may run (None: no limit); past it everything is killed and
+            TargetTimeout raised.
+        max_output: bytes it may print on standard output, and on standard error; and
+            the most ``log`` (its strace log, polled) may hold. Past it everything is
+            killed and OutputTooLarge raised.
+
+    A missing program is BadTarget. After :func:`stop_processes`, raises
+    KeyboardInterrupt instead of starting it; an exception while it runs (an interrupt)
+    kills it first."""
+    _program(argv[0])
+    token = os.urandom(8).hex()
+    env = dict(os.environ, **{_TOKEN: token})
+    full = [*_UNSHARE, *argv] if pid_namespace() else list(argv)
     with _LIVE_LOCK:
         if _STOPPING.is_set():
             raise KeyboardInterrupt
         try:
             proc = subprocess.Popen(
-                list(argv),
+                full,
                 cwd=cwd,
+                env=env,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -178,22 +307,121 @@ def run_process(
             )
         except OSError as exc:
             raise BadTarget(f"cannot run {argv[0]!r}: {exc.strerror}") from None
-        _LIVE.add(proc.pid)
+        _LIVE[proc.pid] = token
     try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise TargetTimeout(label, timeout or 0) from None
+        out, err = _read(proc, token, label, timeout, stdin, max_output, log)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.returncode is None:
+            _kill(proc.pid, token)
+            proc.wait()
         raise
     finally:
         with _LIVE_LOCK:
-            _LIVE.discard(proc.pid)
+            _LIVE.pop(proc.pid, None)
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether ``proc`` exited, without reaping it (``waitid(WNOWAIT)``): its pid, the id
+    of its process group, cannot be reused while :func:`_kill` may still signal it."""
+    if proc.returncode is not None:
+        return True
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _read(
+    proc: subprocess.Popen[bytes],
+    token: str,
+    label: str,
+    timeout: float | None,
+    stdin: bytes | None,
+    max_output: int,
+    log: str | None,
+) -> tuple[bytes, bytes]:
+    """``proc``'s standard output and error, read until both close (or :data:`GRACE`
+    seconds after its first process exited and the rest was killed), with the deadlines
+    of :func:`run_process`; ``proc`` is reaped. Raises TargetTimeout, OutputTooLarge."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    bufs = {out_fd: bytearray(), err_fd: bytearray()}
+    names = {out_fd: "standard output", err_fd: "standard error"}
+    pending = memoryview(stdin or b"")
+    sel = selectors.DefaultSelector()
+    for fd in bufs:
+        sel.register(fd, selectors.EVENT_READ)
+    if proc.stdin is not None:
+        if pending:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+    exited: float | None = None
+
+    def check(now: float) -> None:
+        if deadline is not None and now >= deadline:
+            _kill(proc.pid, token)
+            raise TargetTimeout(label, timeout or 0)
+        if log is not None:
+            with contextlib.suppress(OSError):
+                size = os.path.getsize(log)
+                if size > max_output:
+                    _kill(proc.pid, token)
+                    raise OutputTooLarge(label, "strace log", max_output, size)
+
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            check(now)
+            if exited is None and _exited(proc):
+                exited = now  # its first process is done: nothing it started may go on
+                _kill(proc.pid, token)
+            if exited is not None and now - exited > GRACE:
+                break  # the pipes are held by a process that escaped every kill
+            for key, _ in sel.select(0.05 if exited is not None else 0.2):
+                fd = int(key.fd)
+                if fd in bufs:
+                    chunk = os.read(fd, PIPE_CHUNK)
+                    if not chunk:
+                        sel.unregister(fd)
+                        continue
+                    buf = bufs[fd]
+                    buf += chunk
+                    if len(buf) > max_output:
+                        _kill(proc.pid, token)
+                        raise OutputTooLarge(label, names[fd], max_output, len(buf))
+                else:
+                    try:
+                        n = os.write(fd, pending[:PIPE_CHUNK])
+                    except BrokenPipeError:
+                        n = len(pending)
+                    pending = pending[n:]
+                    if not pending:
+                        sel.unregister(fd)
+                        assert proc.stdin is not None
+                        with contextlib.suppress(BrokenPipeError):
+                            proc.stdin.close()
+        # Both pipes closed (or given up): wait for its first process, within the deadline.
+        while exited is None and not _exited(proc):
+            check(time.monotonic())
+            time.sleep(0.02)
+        if exited is None:
+            _kill(proc.pid, token)  # what it left behind, before its pid is reaped
+    finally:
+        sel.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    proc.wait()
+    return bytes(bufs[out_fd]), bytes(bufs[err_fd])
+
+
+PIPE_CHUNK = 1 << 16
 
 
 def _tail(err: bytes) -> str:
@@ -237,6 +465,8 @@ class ExecRunner(Runner):
         save, load: the command templates.
         timeout: seconds one command may run (None: no limit).
         trace_loads: run loads under strace too (reads for A5, writes for A3).
+        max_output: bytes a command may print on each stream, and its strace log
+            may hold (:func:`run_process`; past it: OutputTooLarge, exit 2).
 
     Attributes:
         processes: commands run so far; ignored: paths left alone by the ignore rule;
@@ -260,8 +490,10 @@ class ExecRunner(Runner):
         timeout: float | None = None,
         trace_loads: bool = True,
         storage: str | None = None,
+        max_output: int = MAX_OUTPUT,
     ) -> None:
         super().__init__(lambda *a: None, base_dir, timeout=None)
+        self.max_output = max_output
         if storage is None:
             render_argv(save, dir="D", value="V")
             render_argv(load, dir="D")
@@ -310,6 +542,7 @@ class ExecRunner(Runner):
             timeout=self.exec_timeout,
             trace_loads=self.trace_loads,
             storage=self.storage_cmd or None,
+            max_output=self.max_output,
         )
         other._plain, other._recorded, other._sources = self._plain, self._recorded, self._sources
         other._lock, other.batch, other.cwd = self._lock, self.batch, self.cwd
@@ -384,6 +617,7 @@ class ExecRunner(Runner):
                 timeout=self.exec_timeout,
                 cwd=self.cwd,
                 stdin=stdin,
+                max_output=self.max_output,
             )
             wrote = _snapshot(root) != before
         return proc.returncode, proc.stdout, proc.stderr, wrote
@@ -482,7 +716,12 @@ class ExecRunner(Runner):
         replay = StraceReplay(fs, real_root, self.base_dir, cwd=self.cwd)
         if not traced:
             proc = run_process(
-                argv, label=label, timeout=self.exec_timeout, cwd=self.cwd, stdin=stdin
+                argv,
+                label=label,
+                timeout=self.exec_timeout,
+                cwd=self.cwd,
+                stdin=stdin,
+                max_output=self.max_output,
             )
             return _Recorded(proc, replay)
         log = os.path.join(tmp, "strace.log")
@@ -492,10 +731,12 @@ class ExecRunner(Runner):
             timeout=self.exec_timeout,
             cwd=self.cwd,
             stdin=stdin,
+            max_output=self.max_output,
+            log=log,
         )
         try:
             with open(log, encoding="utf-8", errors="surrogateescape") as f:
-                calls = parse_log(f.read())
+                calls = parse_log(f)
         except OSError:
             raise BadTarget(f"strace wrote no log for {label}: {_tail(proc.stderr)}") from None
         replay.feed(calls)
@@ -779,17 +1020,21 @@ def verify_exec(
     timeout: float | None = None,
     jobs: int = 1,
     shrink: bool = True,
+    max_output: int = MAX_OUTPUT,
 ) -> tuple[Any, ExecFacts]:
     """Verify a document storage given as commands (see the module docstring).
 
+    ``max_output``: bytes a command may print on each stream, and its strace log may
+    hold (:func:`run_process`).
+
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
-    a bad command; a clean save that fails), TargetTimeout, KeyError (an unknown
-    workload)."""
+    a bad command; a clean save that fails; OutputTooLarge), TargetTimeout, KeyError
+    (an unknown workload)."""
 
     reason = strace_available()
     if reason is not None:
         raise BadTarget(f"--exec needs strace: {reason}")
-    runner = ExecRunner(save, load, timeout=timeout)
+    runner = ExecRunner(save, load, timeout=timeout, max_output=max_output)
     names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
     doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
     doc.examples = examples
@@ -1045,6 +1290,7 @@ def verify_exec_state_storage(
     crash_point: int | None = None,
     faults: bool = False,
     fault: Fault | None = None,
+    max_output: int = MAX_OUTPUT,
 ) -> tuple[Any, ExecFacts]:
     """Verify a state storage given as one command (:class:`ExecStateStorage`): the
     storage workloads of the catalogue under each model with the agent-state checker,
@@ -1070,7 +1316,9 @@ def verify_exec_state_storage(
     reason = strace_available()
     if reason is not None:
         raise BadTarget(f"--exec needs strace: {reason}")
-    runner = ExecRunner("", "", base_dir=BASE_DIR, timeout=timeout, storage=command)
+    runner = ExecRunner(
+        "", "", base_dir=BASE_DIR, timeout=timeout, storage=command, max_output=max_output
+    )
     name = f"--exec {command!r}"
     tgt = Target(
         name,

@@ -21,12 +21,14 @@ from ..engine.pool import worker_pool
 from ..kinds.agent.kind import explore, explore_faults_models, record
 from ..kinds.agent.targets import get_target
 from ..kinds.agent.workload import SCENARIOS
+from .plan import run_id
 
 __all__ = [
     "FAULT_SLICE",
     "SMALL_RUN",
     "Task",
     "auto_jobs",
+    "explore_run_id",
     "plan_tasks",
     "run_tasks",
 ]
@@ -115,6 +117,32 @@ def plan_tasks(
                         )
                     )
     return tasks
+
+
+def explore_run_id(
+    scenarios: Sequence[str],
+    models: Sequence[str],
+    target: str,
+    *,
+    faults: bool = False,
+    only_fault: str | None = None,
+    crash_point: int | None = None,
+    reorder_bound: int | None = None,
+) -> str:
+    """The run id of an exploration (:func:`~.plan.run_id`; :func:`plan_tasks`'s
+    arguments without the shard): its shards and the run unsharded share it."""
+    return run_id(
+        {
+            "command": "explore",
+            "scenarios": list(scenarios),
+            "models": [repr(get_model(m)) for m in models],
+            "target": target,
+            "faults": faults,
+            "fault": only_fault,
+            "crash_point": crash_point,
+            "reorder_bound": reorder_bound,
+        }
+    )
 
 
 @decode_memo()  # the task's explorations share one decode memo (issue 11)

@@ -12,6 +12,8 @@ recorded once for every model, its fault plan from the crash-free run.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,16 @@ from ..kinds.registry import KindEntry, get_kind
 from ..targets.user import BadTarget, make_runner
 from .verdict import VerifyResult
 
-__all__ = ["Plan", "run_plan"]
+__all__ = ["Plan", "run_id", "run_plan"]
+
+
+def run_id(fields: Mapping[str, Any]) -> str:
+    """The id of a run described by ``fields`` (JSON-able, values ``repr``-ed otherwise):
+    16 hex digits of the sha256 of them, keys sorted. Front ends leave out what does not
+    change the report (``--shard``, ``--jobs``, ``--out``), so the shards of one run, and
+    the run unsharded, share it (``crashpoint report merge`` checks it)."""
+    text = json.dumps(dict(fields), sort_keys=True, default=repr, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,25 @@ class Plan:
     examples: int = 20
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    def run_id(self) -> str:
+        """:func:`run_id` of this plan without its shard and workers (``jobs``)."""
+        return run_id(
+            {
+                "command": "verify",
+                "kind": self.kind,
+                "target": self.target,
+                "models": [repr(m) for m in self.models],
+                "workloads": self.workloads,
+                "faults": self.faults,
+                "fault": repr(self.fault),
+                "crash_point": self.crash_point,
+                "seed": self.seed,
+                "timeout": self.timeout,
+                "examples": self.examples,
+                "options": sorted((k, repr(v)) for k, v in self.options.items()),
+            }
+        )
+
 
 def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
     """Run ``plan`` against ``factory`` (the target's factory, already loaded).
@@ -85,6 +115,7 @@ def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
         else:
             result = _run_generic(entry, plan, factory)
     result.canary += [c for c in canary.changes() if c not in result.canary]
+    result.run_id = plan.run_id()
     return result
 
 
@@ -125,9 +156,9 @@ def _run_generic(entry: KindEntry, plan: Plan, factory: Callable[..., Any]) -> V
         escapes = runner.escapes()
         for r in result.results:
             r.unsupported += [u for u in unsupported if u not in r.unsupported]
-        if escapes and result.results:
+        if escapes and result.results and (plan.shard is None or plan.shard[0] == 1):
             # S1 (SPEC.md §8): a write the interception saw aimed outside the base
-            # directory is a finding, whatever the kind judges.
+            # directory is a finding, whatever the kind judges (shard 1 reports it).
             first = result.results[0]
             first.counterexamples += [_escape(first, entry, plan, path) for path in escapes]
     return result

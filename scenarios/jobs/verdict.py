@@ -38,6 +38,8 @@ class VerifyResult:
     conformance: list[dict[str, Any]] = field(default_factory=list)
     leftover_ids: set[str] = field(default_factory=set, repr=False)
     canary: list[str] = field(default_factory=list)  # real-disk changes seen (faultfs/_canary)
+    run_id: str = ""
+    """The run's id (:func:`~crashpoint.scenarios.jobs.plan.run_id`): its shards share it."""
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:

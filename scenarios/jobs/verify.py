@@ -200,7 +200,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                         examples=examples,
                         crash_point=crash_point,
                         fault=fault,
-                        shrink=shrink and shard is None,
+                        shrink=shrink,
                         shrunk=result.shrunk,
                         shard=shard,
                     )
@@ -326,26 +326,31 @@ def _verify_workload(
     )
     if (
         shrink
-        and result.counterexamples
         and crash_point is None
         and fault is None
         and searched is None
         and len(workload.values) > 1
         and ":" not in workload.name
     ):
-        smaller = _shrink(doc, workload, model, faults=faults)
-        if smaller is not workload:
-            shrunk[f"{workload.name} ({model.name})"] = smaller.name
-            result = _explore(doc, smaller, model, faults=faults)
+        # A shard shrinks as the whole run does: on whether the whole workload fails
+        # (every shard decides alike), its shrunk workload then explored in its slice.
+        whole = result if shard is None else _explore(doc, workload, model, faults=faults)
+        if whole.counterexamples:
+            smaller = _shrink(doc, workload, model, faults=faults)
+            if smaller is not workload:
+                shrunk[f"{workload.name} ({model.name})"] = smaller.name
+                result = _explore(doc, smaller, model, faults=faults, shard=shard)
     if searched is not None:
         # A replay (--crash-point, --fault) counts what it replayed, not the search that
         # chose its workload: a crash point or fault no run has must not pass for one
-        # examined.
-        if crash_point is None and fault is None:
+        # examined. The search is the same in every shard: shard 1 counts it.
+        if crash_point is None and fault is None and (shard is None or shard[0] == 1):
             result.crash_points += searched.crash_points
             result.raw_states += searched.raw_states
             result.state_ids |= searched.state_ids
             result.cut += searched.cut
+            result.owned_points += searched.owned_points
+            result.owned_cut += searched.owned_cut
         result.seconds += searched.seconds
         for u in searched.unsupported:
             if u not in result.unsupported:
@@ -437,6 +442,8 @@ def _search_random(
         seen.crash_points += r.crash_points
         seen.raw_states += r.raw_states
         seen.cut += r.cut
+        seen.owned_points += r.owned_points
+        seen.owned_cut += r.owned_cut
         seen.state_ids |= r.state_ids
         seen.seconds += r.seconds
         seen.unsupported += [u for u in r.unsupported if u not in seen.unsupported]
