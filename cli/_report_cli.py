@@ -94,6 +94,22 @@ def _read(path: str) -> dict[str, Any]:
     return report
 
 
+def _thread_exceptions(shards: list[dict[str, Any]]) -> dict[str, object]:
+    """The merged report's ``thread_exception_count`` (the shards' summed: each counted
+    what its own run raised) and ``thread_exceptions`` (the distinct ones, in shard order,
+    at most :data:`~crashpoint._options.THREAD_EXCEPTIONS_LISTED`)."""
+    from ._options import thread_report
+
+    listed: list[dict[str, str]] = []
+    for shard in shards:
+        for caught in shard.get("thread_exceptions") or []:
+            if caught not in listed:
+                listed.append(caught)
+    keys = thread_report(listed)
+    keys["thread_exception_count"] = sum(int(r.get("thread_exception_count") or 0) for r in shards)
+    return keys
+
+
 def _merge(args: argparse.Namespace, console: Console) -> int:
     from . import __version__
     from ._build import explore_report, listed_details, write_all
@@ -133,6 +149,10 @@ def _merge(args: argparse.Namespace, console: Console) -> int:
     else:
         result = run.verify
         report = build_verify_report(result, model=run.model)
+        from .scenarios.jobs.details import carry_values
+
+        carry_values(report, [r for _, r in named])
+        report.update(_thread_exceptions([r for _, r in named]))
         details = listed_details(report, run.details) or None
         failed = result.incomplete or bool(result.failed_checks or result.counterexamples)
     try:

@@ -21,7 +21,13 @@ from ...faultfs import get_model
 from ..engine.explore import CrashTrace, EngineResult, detail_key
 from ..explain.search import _prefix_state, file_view, timeline
 
-__all__ = ["MAX_DETAILS", "document_values", "report_details"]
+__all__ = [
+    "MAX_DETAILS",
+    "carry_values",
+    "document_values",
+    "report_details",
+    "values_of_top",
+]
 
 MAX_DETAILS = 20
 """Counterexamples given a detail per report (the page renders at most this many)."""
@@ -110,8 +116,14 @@ def document_values(report: Mapping[str, Any], results: Iterable[EngineResult]) 
             obs = trace.observation
             if obs is not None:
                 v["load_value"] = f"raised {obs.error}" if obs.error else _shown(obs.value)
+    values_of_top(report)
+
+
+def values_of_top(report: Mapping[str, Any]) -> None:
+    """Give the report's minimal counterexample (``report["counterexample"]``) the
+    ``saves`` and ``load_value`` of its entry among the scenarios' violations."""
     top = report.get("counterexample")
-    if isinstance(top, dict):  # the minimal counterexample: its scenario entry's values
+    if isinstance(top, dict):
         same = ("scenario", "model", "fault", "state_digest")
         for s in report.get("scenarios", []):
             for v in s["violations"]:
@@ -120,3 +132,26 @@ def document_values(report: Mapping[str, Any], results: Iterable[EngineResult]) 
                     top["saves"] = v["saves"]
                     if "load_value" in v:
                         top["load_value"] = v["load_value"]
+
+
+def carry_values(report: Mapping[str, Any], shards: Iterable[Mapping[str, Any]]) -> None:
+    """A merged report's violations take the ``saves`` and ``load_value`` their shard's
+    report gave them (each shard kept the traces; the merge has only their records)."""
+
+    def key(name: str, v: Mapping[str, Any]) -> tuple[object, ...]:
+        return (name, v["model"], v["crash_point"]["index"], v["state_digest"])
+
+    found: dict[tuple[object, ...], Mapping[str, Any]] = {}
+    for shard in shards:
+        for s in shard.get("scenarios", []):
+            for v in s["violations"]:
+                if "saves" in v:
+                    found.setdefault((*key(s["name"], v), v.get("fault") or ""), v)
+    for s in report.get("scenarios", []):
+        for v in s["violations"]:
+            given = found.get((*key(s["name"], v), v.get("fault") or ""))
+            if given is not None:
+                v["saves"] = given["saves"]
+                if "load_value" in given:
+                    v["load_value"] = given["load_value"]
+    values_of_top(report)
