@@ -1730,9 +1730,10 @@ class _Reach:
         elif isinstance(value, functools.partial):
             fake = self.fake_of(value.func)
             if fake is not None:
-                state = value.__reduce__()[2]
-                value.__setstate__((fake, *state[1:]))
-                self._undo.append(functools.partial(value.__setstate__, state))
+                held: Any = value  # partial.func is read-only; __setstate__ sets it
+                state = held.__reduce__()[2]
+                held.__setstate__((fake, *state[1:]))
+                self._undo.append(functools.partial(held.__setstate__, state))
         elif isinstance(value, types.FunctionType) and value.__closure__:
             if id(value) in self._seen:
                 return
@@ -1839,6 +1840,9 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             patcher.setUp()
+        # pyfakefs forgets tempfile's directory (tempdir = None): a first mkstemp would
+        # probe the candidates with a file of its own, and only in the first run
+        tempfile.tempdir = "/tmp"
         reach = _Reach({**functions, **_real_modules(patcher_cls.fakes)})
         icpt._reach = reach
         reach.modules(patcher_cls.SKIPMODULES)

@@ -11,7 +11,6 @@ checks from outside that nothing lands."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import io
 import json
@@ -21,7 +20,6 @@ from typing import Any, ClassVar
 __all__ = [
     "ClassAttrStore",
     "ClosureStore",
-    "CtypesStore",
     "HeldDictStore",
     "HeldInListStore",
     "InstanceAttrStore",
@@ -182,19 +180,6 @@ class _Holder:
 
 _MADE_BEFORE = _Holder()
 
-_LIBC = ctypes.CDLL(None, use_errno=True)  # bound at import; C code raises no audit event
-
-
-class CtypesStore(_Durable):
-    """Creates the real file ``$CRASHPOINT_CANARY_PATH`` through libc's ``open`` (ctypes):
-    nothing Python can intercept or audit; only the canary sees it."""
-
-    def escape(self) -> None:
-        path = os.environ["CRASHPOINT_CANARY_PATH"].encode()
-        fd = _LIBC.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-        if fd >= 0:
-            _LIBC.close(fd)
-
 
 class HeldOnlyStore:
     """Every file call through functions held in a list inside a class attribute (out
@@ -242,3 +227,10 @@ def escaping_reference(base_dir: str) -> Any:
 
     storage.save = escaping_save  # type: ignore[method-assign]
     return storage
+
+
+class NoEscapeStore(_Durable):
+    """The control: a durable save and nothing else."""
+
+    def escape(self) -> None:
+        return None

@@ -17,6 +17,7 @@ import pytest
 from crashpoint._cli import main
 
 ESCAPES = Path(__file__).resolve().parent / "escapes.py"
+IMPORT_WRITES = ESCAPES.with_name("import_writes.py")
 
 #: technique -> the file (or directory) it aims at under the escape directory
 REACHED = {
@@ -43,7 +44,8 @@ def _verify(
     monkeypatch.setenv("CRASHPOINT_ESCAPE_DIR", str(real))
     base_existed = os.path.lexists("/data/store")
     out = tmp_path / "out"
-    code = main(["verify", f"{ESCAPES}:{store}", *extra, "--out", str(out)])
+    target = f"{IMPORT_WRITES}:ImportWritingStore" if store == "IMPORT" else f"{ESCAPES}:{store}"
+    code = main(["verify", target, *extra, "--out", str(out)])
     # from outside: the real directory is as it was, the model's base path untouched
     assert sorted(os.listdir(real)) == ["src"]
     assert (real / "src").read_text() == "a real file"
@@ -101,3 +103,11 @@ def test_a_state_storage_saving_past_the_patch_is_incomplete_naming_the_path(
     assert code == 1, capsys.readouterr().err  # not exit 2, "save() raised on a clean run"
     assert rep["verdict"] == "incomplete"
     assert rep["incomplete"] == [f"real disk: os.mkdir {real / 'state-storage'}"]
+
+
+def test_writes_a_target_module_makes_at_import_are_refused_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, rep, real = _verify(tmp_path, monkeypatch, "IMPORT", "--workload", "first-save")
+    assert code == 1 and rep["verdict"] == "incomplete", (code, rep["verdict"])
+    assert f"real disk: os.mkdir {real / 'default-data'} (at import)" in rep["incomplete"]
