@@ -1645,6 +1645,13 @@ def _real_modules(fakes: dict[str, Any]) -> dict[int, tuple[Any, Any]]:
     return found
 
 
+#: Where each module holds real values out of pyfakefs's reach: module name ->
+#: (the module, its number of globals when scanned, the sites). A module is scanned again
+#: when it is another object or its globals changed in number; a dict is a site as a
+#: whole (its values are looked at on every entry: registries change).
+_SITES: dict[str, tuple[Any, int, list[tuple[Any, ...]]]] = {}
+
+
 class _Reach:
     """Points functions and modules bound before the patch at the fakes (issue 21): the
     values of a dict, the attributes of a class (``dbm.dumb``'s ``_Database._os``), the
@@ -1652,14 +1659,14 @@ class _Reach:
     module that is not the harness's (pyfakefs reaches module globals and default
     arguments only). One level of dict inside a module or a class; what lies deeper (a
     list, an instance made before the patch) still reaches the real functions, and the
-    audit layer (``faultfs/_audit.py``) refuses what they would change.
+    audit layer (``faultfs/_audit.py``) refuses what they would change. Each module is
+    scanned once (:data:`_SITES`); a later entry only revisits the places found.
 
     :meth:`undo` puts every real value back."""
 
     def __init__(self, reals: dict[int, tuple[Any, Any]]) -> None:
         self._reals = reals
         self._undo: list[Callable[[], None]] = []
-        self._seen: set[int] = set()
 
     def fake_of(self, value: Any) -> Any:
         """The fake standing for ``value`` (a real function or module), or None."""
@@ -1667,6 +1674,7 @@ class _Reach:
         return entry[1] if entry is not None and entry[0] is value else None
 
     def modules(self, skipped: set[Any]) -> _Reach:
+        done: set[int] = set()
         for name, module in list(sys.modules.items()):
             if (
                 not isinstance(module, types.ModuleType)
@@ -1677,15 +1685,18 @@ class _Reach:
             ):
                 continue
             try:
-                items = list(vars(module).items())
+                count = len(vars(module))
             except TypeError:  # pragma: no cover - a module without a __dict__
                 continue
-            for key, value in items:
-                if isinstance(value, type):
-                    if getattr(value, "__module__", None) == name:
-                        self._class(value)
-                else:
-                    self._value(value, module.__dict__, key, depth=1)
+            known = _SITES.get(name)
+            if known is None or known[0] is not module or known[1] != count:
+                known = _SITES[name] = (module, count, self._scan(module))
+            for site in known[2]:
+                if site[0] == "dict":  # one dict may be held by many modules
+                    if id(site[1]) in done:
+                        continue
+                    done.add(id(site[1]))
+                self._apply(site)
         return self
 
     def undo(self) -> None:
@@ -1693,62 +1704,107 @@ class _Reach:
             step()
         self._undo.clear()
 
-    # --- the places --------------------------------------------------------------
-    def _class(self, cls: type) -> None:
-        if id(cls) in self._seen:
+    # --- finding the places (once per module) ---------------------------------------
+    def _scan(self, module: types.ModuleType) -> list[tuple[Any, ...]]:
+        sites: list[tuple[Any, ...]] = []
+        seen: set[int] = set()
+        for key, value in list(vars(module).items()):
+            if key.startswith("__") and key.endswith("__"):  # __builtins__, __loader__ ...
+                continue
+            if value is sys.modules:
+                continue
+            if isinstance(value, type):
+                if getattr(value, "__module__", None) == module.__name__:
+                    self._scan_class(value, sites, seen)
+            else:
+                self._scan_value(value, sites, seen, in_dict=True)
+        return sites
+
+    def _scan_class(self, cls: type, sites: list[tuple[Any, ...]], seen: set[int]) -> None:
+        if id(cls) in seen:
             return
-        self._seen.add(id(cls))
+        seen.add(id(cls))
         for key, value in list(vars(cls).items()):
             if key.startswith("__") and key.endswith("__"):
                 continue
-            fake = self.fake_of(value)
-            if fake is not None:
-                try:
-                    setattr(cls, key, fake)
-                except (TypeError, AttributeError):  # a C type: immutable
-                    continue
-                self._undo.append(functools.partial(setattr, cls, key, value))
+            if self.fake_of(value) is not None:
+                sites.append(("attr", cls, key))
             elif isinstance(value, (staticmethod, classmethod)):
-                self._value(value.__func__, None, None, depth=0)
+                self._scan_value(value.__func__, sites, seen, in_dict=False)
             elif isinstance(value, type):
-                self._class(value)
+                self._scan_class(value, sites, seen)
             else:
-                self._value(value, None, None, depth=1)
+                self._scan_value(value, sites, seen, in_dict=True)
 
-    def _value(self, value: Any, owner: dict[str, Any] | None, key: Any, *, depth: int) -> None:
-        """``value`` found at ``owner[key]`` (a module's globals: pyfakefs patched a
-        real module or function there already; so only containers are looked into)."""
-        if isinstance(value, dict) and depth > 0 and id(value) not in self._seen:
-            self._seen.add(id(value))
-            for k, v in list(value.items()):
-                fake = self.fake_of(v)
-                if fake is not None:
-                    value[k] = fake
-                    self._undo.append(functools.partial(value.__setitem__, k, v))
-                elif not isinstance(v, dict):
-                    self._value(v, None, None, depth=0)
+    def _scan_value(
+        self, value: Any, sites: list[tuple[Any, ...]], seen: set[int], *, in_dict: bool
+    ) -> None:
+        """``value`` held by a module or a class (pyfakefs patched a real module or
+        function held directly by a module already: only containers are looked into)."""
+        if id(value) in seen:
+            return
+        if isinstance(value, dict):
+            if in_dict:
+                seen.add(id(value))
+                sites.append(("dict", value))
         elif isinstance(value, functools.partial):
-            fake = self.fake_of(value.func)
-            if fake is not None:
-                held: Any = value  # partial.func is read-only; __setstate__ sets it
-                state = held.__reduce__()[2]
-                held.__setstate__((fake, *state[1:]))
-                self._undo.append(functools.partial(held.__setstate__, state))
+            seen.add(id(value))
+            if self.fake_of(value.func) is not None:
+                sites.append(("partial", value))
         elif isinstance(value, types.FunctionType) and value.__closure__:
-            if id(value) in self._seen:
-                return
-            self._seen.add(id(value))
+            seen.add(id(value))
             for cell in value.__closure__:
                 try:
                     contents = cell.cell_contents
                 except ValueError:  # an empty cell
                     continue
-                fake = self.fake_of(contents)
-                if fake is not None:
-                    cell.cell_contents = fake
-                    self._undo.append(functools.partial(_set_cell, cell, contents))
+                if self.fake_of(contents) is not None:
+                    sites.append(("cell", cell))
                 elif isinstance(contents, functools.partial):
-                    self._value(contents, None, None, depth=0)
+                    self._scan_value(contents, sites, seen, in_dict=False)
+
+    # --- pointing them at the fakes (every entry) ---------------------------------------
+    def _apply(self, site: tuple[Any, ...]) -> None:
+        kind = site[0]
+        if kind == "attr":
+            _, cls, key = site
+            value = cls.__dict__.get(key)
+            fake = self.fake_of(value)
+            if fake is not None:
+                try:
+                    setattr(cls, key, fake)
+                except (TypeError, AttributeError):  # a C type: immutable
+                    return
+                self._undo.append(functools.partial(setattr, cls, key, value))
+        elif kind == "cell":
+            cell = site[1]
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                return
+            fake = self.fake_of(value)
+            if fake is not None:
+                cell.cell_contents = fake
+                self._undo.append(functools.partial(_set_cell, cell, value))
+        elif kind == "partial":
+            self._partial(site[1])
+        else:
+            held = site[1]
+            for key, value in list(held.items()):
+                fake = self.fake_of(value)
+                if fake is not None:
+                    held[key] = fake
+                    self._undo.append(functools.partial(held.__setitem__, key, value))
+                elif isinstance(value, functools.partial):
+                    self._partial(value)
+
+    def _partial(self, value: Any) -> None:
+        fake = self.fake_of(value.func)
+        if fake is not None:
+            held: Any = value  # partial.func is read-only; __setstate__ sets it
+            state = held.__reduce__()[2]
+            held.__setstate__((fake, *state[1:]))
+            self._undo.append(functools.partial(held.__setstate__, state))
 
 
 def _set_cell(cell: Any, value: Any) -> None:
