@@ -1647,8 +1647,8 @@ def _real_modules(fakes: dict[str, Any]) -> dict[int, tuple[Any, Any]]:
 
 #: Where each module holds real values out of pyfakefs's reach: module name ->
 #: (the module, its number of globals when scanned, the sites). A module is scanned again
-#: when it is another object or its globals changed in number; a dict is a site as a
-#: whole (its values are looked at on every entry: registries change).
+#: when it is another object or its globals changed in number; a dict that held a real
+#: value when scanned is a site as a whole (its values are looked at on every entry).
 _SITES: dict[str, tuple[Any, int, list[tuple[Any, ...]]]] = {}
 
 
@@ -1746,7 +1746,11 @@ class _Reach:
         if isinstance(value, dict):
             if in_dict:
                 seen.add(id(value))
-                sites.append(("dict", value))
+                if any(
+                    self.fake_of(v) is not None or isinstance(v, functools.partial)
+                    for v in list(value.values())
+                ):
+                    sites.append(("dict", value))
         elif isinstance(value, functools.partial):
             seen.add(id(value))
             if self.fake_of(value.func) is not None:
