@@ -66,9 +66,19 @@ def _found(result: Any, invariant: str, model: str) -> list[Counterexample]:
     ]
 
 
-def _states(s: str, found: list[Counterexample]) -> list[tuple[dict[str, bytes], Any]]:
+def _states(
+    s: str, found: list[Counterexample], *, first: int = 4
+) -> list[tuple[dict[str, bytes], Any]]:
+    """The crash states (files under the base, and the run) of the counterexamples at
+    the ``first`` earliest crash points (each recovered by recording the workload again)."""
     out = []
-    for c in found:
+    points: set[int] = set()
+    for c in sorted(found, key=lambda c: c.crash_point):
+        if c.crash_point in points:
+            continue
+        if len(points) == first:
+            break
+        points.add(c.crash_point)
         files, run, _ = crash_state(s, c)
         out.append((files, run))
     return out
