@@ -969,7 +969,16 @@ def _make_closure() -> Callable[[str], None]:
 CLOSE_IT = _make_closure()  # a closure's cell: reached
 
 
-def test_functions_held_before_the_patch_reach_the_model_and_are_put_back() -> None:
+def _model_under(tmp_path: pathlib.Path) -> tuple[str, RecordingFileSystem]:
+    """A base path absent from the real disk, under ``tmp_path``: should the patch not
+    hold (the behaviour these tests catch), a real write lands nowhere but there."""
+    base = str(tmp_path / "model")
+    return base, RecordingFileSystem(MemoryFileSystem(dirs=(base, "/tmp")))
+
+
+def test_functions_held_before_the_patch_reach_the_model_and_are_put_back(
+    tmp_path: pathlib.Path,
+) -> None:
     def save(base: str) -> None:
         fd = PARTIAL_OPEN(base + "/a", os.O_WRONLY | os.O_CREAT)
         _HoldsOs._write(fd, b"held")
@@ -980,10 +989,13 @@ def test_functions_held_before_the_patch_reach_the_model_and_are_put_back() -> N
         with open(base + "/c", "w", opener=HELD["open"]) as f:  # the real os.open
             f.write("opened")
 
-    fs, icpt = run(save)
+    base, fs = _model_under(tmp_path)
+    with intercept(fs, root=base) as icpt:
+        save(base)
     assert [o[0] for o in ops(fs)] == ["create", "write", "fsync", "rename", "create", "write"]
-    assert fs.read(BASE + "/b") == b"held" and fs.read(BASE + "/c") == b"opened"
+    assert fs.read(base + "/b") == b"held" and fs.read(base + "/c") == b"opened"
     assert icpt.unsupported == [] and icpt.escapes == []
+    assert not REAL["os"].path.lexists(base)
     # after the block every captured value is the real one again
     assert HELD["replace"] is os.replace and HELD["open"] is os.open
     assert _HoldsOs.__dict__["_os"] is os and _HoldsOs.__dict__["_write"] is os.write
@@ -991,7 +1003,7 @@ def test_functions_held_before_the_patch_reach_the_model_and_are_put_back() -> N
     assert os.close in [c.cell_contents for c in CLOSE_IT.__closure__ or ()]
 
 
-def test_dbm_dumb_class_attributes_reach_the_model() -> None:
+def test_dbm_dumb_class_attributes_reach_the_model(tmp_path: pathlib.Path) -> None:
     import dbm.dumb
 
     def save(base: str) -> None:
@@ -1000,11 +1012,13 @@ def test_dbm_dumb_class_attributes_reach_the_model() -> None:
         with dbm.dumb.open(base + "/db", "c") as db:  # a second commit renames .dir
             db[b"k"] = b"w"
 
-    fs, icpt = run(save)
+    base, fs = _model_under(tmp_path)
+    with intercept(fs, root=base) as icpt:
+        save(base)
     kinds = [o[0] for o in ops(fs)]
     assert "rename" in kinds and "create" in kinds  # _commit's self._os.rename, in the model
-    assert sorted(fs.listdir(BASE)) == ["db.bak", "db.dat", "db.dir"]
-    assert icpt.unsupported == []
+    assert sorted(fs.listdir(base)) == ["db.bak", "db.dat", "db.dir"]
+    assert icpt.unsupported == [] and not REAL["os"].path.lexists(base)
     assert dbm.dumb._Database._os is os and dbm.dumb._Database._io is io
 
 
@@ -1015,14 +1029,14 @@ def test_a_shared_package_is_intercepted_for_the_target_and_real_for_the_harness
 
     real_dir = tmp_path / "harness-db"
     harness_db = DirectoryBasedExampleDatabase(str(real_dir))
-    fs = RecordingFileSystem(MemoryFileSystem(dirs=(BASE, "/tmp")))  # mkstemp's /tmp
-    with intercept(fs, root=BASE):
+    base, fs = _model_under(tmp_path)  # with mkstemp's /tmp
+    with intercept(fs, root=base):
         # the target (this test's frame) uses hypothesis's database: the model
-        DirectoryBasedExampleDatabase(BASE + "/examples").save(b"k", b"target")
+        DirectoryBasedExampleDatabase(base + "/examples").save(b"k", b"target")
         # the harness (a crashpoint frame) uses it: the real disk
         namespace: dict[str, Any] = {"__name__": "crashpoint.scenarios.jobs", "db": harness_db}
         exec("db.save(b'k', b'harness')", namespace)
     assert [o.kind.value for o in fs.trace.ops][-3:] == ["create", "write", "rename"]
-    assert fs.exists(BASE + "/examples") and not REAL["os"].path.exists(BASE)
+    assert fs.exists(base + "/examples") and not REAL["os"].path.lexists(base)
     assert list(harness_db.fetch(b"k")) == [b"harness"]  # on the real disk
     assert list(DirectoryBasedExampleDatabase(str(real_dir)).fetch(b"k")) == [b"harness"]
