@@ -26,8 +26,14 @@ quietly: the import goes on without it, and it is no finding of the target's.
 
 Limits: threads the target starts with :class:`threading.Thread` begin with an empty
 context, so they are not contained (``asyncio.to_thread`` and ``contextvars.copy_context``
-keep it); ``ctypes``, ``posix.write`` on an already open descriptor and other C code
-raise no such event.
+keep it); ``ctypes``, ``posix.write`` on an already open descriptor, ``readline``'s
+history file and other C code raise no such event. What can be seen of those is named
+(:data:`LIMITS`, :attr:`Containment.limits`): a contained call that loads or looks up C
+code through ``ctypes`` (``ctypes.dlopen``, ``ctypes.dlsym``, ``ctypes.call_function``)
+or talks over a socket (``socket.connect``, ``bind``, ``sendto``, ``sendmsg``) is listed,
+so the verdict is incomplete and says why; a target module that imports ``ctypes``,
+``socket``, ``readline`` or ``posix`` is named the same way when it is loaded
+(``scenarios/targets/user.py``).
 """
 
 from __future__ import annotations
@@ -40,11 +46,20 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["Containment", "RealDiskRefused", "contained", "installed"]
+__all__ = ["LIMITS", "Containment", "RealDiskRefused", "contained", "installed"]
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _HARMLESS = frozenset({"/dev/null", "/dev/zero", "/dev/tty", "/dev/full"})
 _BYTECODE = "<frozen importlib._bootstrap_external>"
+
+#: The documented limits (FAULT-MODEL.md §4), as the verdict names them.
+LIMITS = {
+    "ctypes": "ctypes: C code, whose file calls neither interception nor audit sees "
+    "(only the canary looks)",
+    "socket": "socket: network I/O, not modelled",
+    "readline": "readline: its history file is written by C code, unseen",
+    "posix": "posix: its functions called on a descriptor are neither intercepted nor audited",
+}
 
 
 class RealDiskRefused(PermissionError):
@@ -66,16 +81,26 @@ class Containment:
     Attributes:
         refused: ``(event, path)`` pairs in order, without repeats, e.g.
             ``("os.rename", "/home/u/data/s.json")``.
+        limits: names of :data:`LIMITS` the contained code reached (``"ctypes"``), in
+            order, without repeats.
     """
 
-    __slots__ = ("refused",)
+    __slots__ = ("limits", "refused")
 
     def __init__(self) -> None:
         self.refused: list[tuple[str, str]] = []
+        self.limits: list[str] = []
 
     def descriptions(self) -> list[str]:
-        """One line per refusal, for a verdict: ``real disk: os.rename /path``."""
-        return [f"real disk: {event} {path}" for event, path in self.refused]
+        """One line per refusal, for a verdict: ``real disk: os.rename /path``; then one
+        per limit reached: ``limit: ctypes: ...``."""
+        refused = [f"real disk: {event} {path}" for event, path in self.refused]
+        return refused + [f"limit: {LIMITS[name]}" for name in self.limits]
+
+    def limit(self, name: str) -> None:
+        """Note that the contained code reached the limit ``name`` (a key of LIMITS)."""
+        if name not in self.limits:
+            self.limits.append(name)
 
     def _refuse(self, event: str, path: str) -> None:
         if _from_bytecode_cache():
@@ -175,7 +200,18 @@ def _symlink(guard: Containment, event: str, args: tuple[Any, ...]) -> None:
     _refuse_path(guard, event, args[1], args[2] if len(args) > 2 else None)
 
 
+def _limit(guard: Containment, event: str, args: tuple[Any, ...]) -> None:
+    guard.limit(event.partition(".")[0])
+
+
 _CHECKS: dict[str, Callable[[Containment, str, tuple[Any, ...]], None]] = {
+    "ctypes.dlopen": _limit,
+    "ctypes.dlsym": _limit,
+    "ctypes.call_function": _limit,
+    "socket.connect": _limit,
+    "socket.bind": _limit,
+    "socket.sendto": _limit,
+    "socket.sendmsg": _limit,
     "open": _check_open,
     "os.rename": _both,
     "os.link": _both,

@@ -16,6 +16,16 @@ How (see ``docs/decisions.md``, "Interception (issue 8)"):
   the patch (``from os import fsync``), ``builtins.open``, modules imported during
   the patch, and tempfile's closer. Its fake modules are replaced by crashpoint's
   own, which delegate to one :class:`Interception` (STYLE.md 16).
+* what pyfakefs does not reach, :class:`_Reach` does (issue 21): real functions and
+  modules held in a dict, a class attribute (``dbm.dumb``'s ``_Database._os``), a
+  closure's cells or a :func:`functools.partial`, in every module but the harness's;
+  ``open(opener=os.open)`` with the real ``os.open`` opens through the model. What lies
+  deeper (a list, an instance made before the patch) is refused by the audit layer
+  (``faultfs/_audit.py``) and named in the verdict.
+* packages both the harness and a target use (:data:`SHARED_PACKAGES`: pytest,
+  hypothesis, attrs, rich, jinja2, setuptools ...) are patched too; who called decides
+  (:func:`_from_harness`), so a target's ``_pytest.cacheprovider.Cache`` writes into the
+  model while crashpoint's own calls into the same package keep the real disk.
 * the fake ``os`` keeps a :class:`~crashpoint.faultfs.DescriptorTable` over the
   model: a descriptor follows its inode, ``O_EXCL``/``O_APPEND``/``O_TRUNC`` as on
   Linux, ``os.fsync`` of a directory descriptor is ``fsync_dir``.
@@ -67,38 +77,49 @@ _BLKSIZE = 4096
 _EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: the seeded clock's start
 _DEV = 0x6370  # st_dev of every model file ("cp")
 
-#: Top-level packages of the harness: never patched (their own ``os`` stays real).
+#: Top-level packages of the harness alone: never patched (their own ``os`` stays real),
+#: and a call whose nearest deciding frame is theirs is the harness's (:func:`_from_harness`).
 HARNESS_PACKAGES = (
     "crashpoint",
-    "_pytest",
-    "pytest",
-    "py",
     "pluggy",
     "xdist",
     "execnet",
-    "hypothesis",
     "_hypothesis_pytestplugin",
     "_hypothesis_ftz_detector",
     "_hypothesis_globals",
+    "coverage",
+    "pytest_cov",
+    # import machinery installed into site-packages: it must find real source files
+    "_virtualenv",
+    "_distutils_hack",
+)
+#: Packages both the harness and a target may use (issue 21): patched like the target's
+#: own modules, and transparent to :func:`_from_harness` as the standard library is, so
+#: a target's ``_pytest.cacheprovider.Cache`` or hypothesis's
+#: ``DirectoryBasedExampleDatabase`` writes into the model while crashpoint's own calls
+#: into them keep the real disk. Kept loaded across interceptions (one copy of each class).
+SHARED_PACKAGES = (
+    "_pytest",
+    "pytest",
+    "py",
+    "hypothesis",
     "rich",
     "pygments",
     "markdown_it",
     "mdurl",
     "jinja2",
     "markupsafe",
-    "coverage",
-    "pytest_cov",
     "attr",
     "attrs",
     "sortedcontainers",
     "iniconfig",
     "exceptiongroup",
-    # import machinery installed into site-packages: it must find real source files
-    "_virtualenv",
-    "_distutils_hack",
     "setuptools",
     "pkg_resources",
 )
+#: Modules of shared packages that are the harness's machinery, never a target's library:
+#: pytest's assertion rewriter (it compiles test modules imported during a run).
+HARNESS_MODULES = ("_pytest.assertion",)
 #: Import hooks of editable installs (``__editable___<dist>_finder``) are harness too.
 EDITABLE_PREFIX = "__editable__"
 #: Modules of the harness that *are* target code: the OS backend runs the user's storage.
@@ -123,33 +144,36 @@ class _SkipName(str):
 
 _OWN = frozenset({"crashpoint.faultfs._intercept", "crashpoint.faultfs._descriptors"})
 _STDLIB_DIR = sysconfig.get_paths()["stdlib"]
-_transparent: dict[str, bool] = {}
+_transparent: dict[tuple[str, str], bool] = {}
 _harness: dict[str, bool] = {}
 
 
 def _from_harness() -> bool:
     """True when the code that made this call is the harness, not the target.
 
-    Walks the stack past the interception's own frames and the standard library's
+    Walks the stack past the interception's own frames, the standard library's
     (``shutil``, ``pathlib``, ``tempfile`` ... call the fakes on behalf of whoever
-    called them) to the first other frame, and asks whether its module belongs to
+    called them) and the shared packages' (:data:`SHARED_PACKAGES`: pytest, hypothesis
+    ... do the same) to the first other frame, and asks whether its module belongs to
     :data:`HARNESS_PACKAGES`. So harness code inside an ``intercept()`` block (a
-    report, hypothesis's database) keeps the real disk, while the target — even a
-    library in site-packages called by the harness — is intercepted. (pyfakefs
-    decides the same way for its skipped modules.)"""
+    report, hypothesis's database under crashpoint's state machine) keeps the real
+    disk, while the target, and any library the target calls (pytest's cache provider,
+    hypothesis's example database, ``dbm.dumb``), is intercepted (issue 21). A stack
+    with no deciding frame (a callback the interpreter starts) is the target's."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         filename = frame.f_code.co_filename
-        skip = _transparent.get(filename)
+        skip = _transparent.get((filename, name))
         if skip is None:
-            skip = _transparent[filename] = (
+            skip = _transparent[filename, name] = (
                 name in _OWN
                 or name.startswith("pyfakefs.")
                 or (
                     filename.startswith("<frozen")
                     or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
                 )
+                or _is_shared_module(name)
             )
         if not skip:
             found = _harness.get(name)
@@ -160,10 +184,21 @@ def _from_harness() -> bool:
     return False
 
 
+def _inside(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
 def _is_harness_module(name: str) -> bool:
+    """``name`` is crashpoint's (or its test runner's) own module: never patched."""
     top = name.partition(".")[0]
     harness = top in HARNESS_PACKAGES or top.startswith(EDITABLE_PREFIX)
+    harness = harness or _inside(name, HARNESS_MODULES)
     return harness and name not in TARGET_MODULES
+
+
+def _is_shared_module(name: str) -> bool:
+    """``name`` belongs to a package both the harness and a target use (patched)."""
+    return name.partition(".")[0] in SHARED_PACKAGES and not _inside(name, HARNESS_MODULES)
 
 
 def _route(cls: type, names: tuple[str, ...], real: Callable[[Any], Any] | Any) -> None:
@@ -230,6 +265,7 @@ class Interception:
         self._modes: dict[str, int] = {}
         self._times: dict[str, tuple[int, int]] = {}
         self._names: Any = None
+        self._reach: _Reach | None = None
         self._reset(fs, seed)
 
     # --- runs ------------------------------------------------------------------
@@ -1075,6 +1111,9 @@ class _FakeFileIO(io.RawIOBase):
         else:
             if not closefd:
                 raise ValueError("Cannot use closefd=False with file name")
+            if opener is not None and icpt._reach is not None:
+                # open(path, opener=os.open) with the real os.open: the model's instead
+                opener = icpt._reach.fake_of(opener) or opener
             fd = opener(file, flags) if opener is not None else icpt.os.open(file, flags, 0o666)
             if not isinstance(fd, int) or fd < 0:
                 raise ValueError(f"opener returned {fd}")
@@ -1591,37 +1630,189 @@ def _real_functions(fakes: dict[str, Any]) -> dict[int, tuple[Any, Any]]:
     return found
 
 
-def _patch_closures(
-    functions: dict[int, tuple[Any, Any]], skipped: set[Any]
-) -> list[tuple[Any, Any]]:
-    """Point decorators' captured functions at the fakes: a wrapper made before the
-    patch with ``functools.wraps(os.replace)`` (aiofiles) keeps the real function in a
-    closure cell, which module scanning cannot reach. Returns ``(cell, real)`` pairs
-    to restore."""
-    patched: list[tuple[Any, Any]] = []
-    for name, module in list(sys.modules.items()):
-        if module is None or module in skipped or _is_harness_module(name):
-            continue
-        try:
-            values = list(vars(module).values())
-        except TypeError:
-            continue
-        for value in values:
-            if not isinstance(value, types.FunctionType) or not value.__closure__:
+def _real_modules(fakes: dict[str, Any]) -> dict[int, tuple[Any, Any]]:
+    """``id(real module) -> (real module, fake)``: ``os``, ``os.path``, ``io`` and the
+    modules whose calls are reported (``fcntl``, ``mmap``, ``sqlite3``, ``subprocess``)."""
+    found: dict[int, tuple[Any, Any]] = {
+        id(os): (os, fakes["os"]),
+        id(posixpath): (posixpath, fakes["os"].path),
+        id(io): (io, fakes["io"]),
+    }
+    for name in ("fcntl", "mmap", "sqlite3", "subprocess"):
+        real = getattr(fakes[name], "_real", None)
+        if real is not None:
+            found[id(real)] = (real, fakes[name])
+    return found
+
+
+#: Where each module holds real values out of pyfakefs's reach: module name ->
+#: (the module, its number of globals when scanned, the sites). A module is scanned again
+#: when it is another object or its globals changed in number; a dict that held a real
+#: value when scanned is a site as a whole (its values are looked at on every entry).
+_SITES: dict[str, tuple[Any, int, list[tuple[Any, ...]]]] = {}
+
+
+class _Reach:
+    """Points functions and modules bound before the patch at the fakes (issue 21): the
+    values of a dict, the attributes of a class (``dbm.dumb``'s ``_Database._os``), the
+    cells of a closure, the function of a :func:`functools.partial`, in every loaded
+    module that is not the harness's (pyfakefs reaches module globals and default
+    arguments only). One level of dict inside a module or a class; what lies deeper (a
+    list, an instance made before the patch) still reaches the real functions, and the
+    audit layer (``faultfs/_audit.py``) refuses what they would change. Each module is
+    scanned once (:data:`_SITES`); a later entry only revisits the places found.
+
+    :meth:`undo` puts every real value back."""
+
+    def __init__(self, reals: dict[int, tuple[Any, Any]]) -> None:
+        self._reals = reals
+        self._undo: list[Callable[[], None]] = []
+
+    def fake_of(self, value: Any) -> Any:
+        """The fake standing for ``value`` (a real function or module), or None."""
+        entry = self._reals.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else None
+
+    def modules(self, skipped: set[Any]) -> _Reach:
+        done: set[int] = set()
+        for name, module in list(sys.modules.items()):
+            if (
+                not isinstance(module, types.ModuleType)
+                or module in skipped
+                or name in _OWN
+                or name.startswith("pyfakefs")
+                or _is_harness_module(name)
+            ):
                 continue
-            wrapped = value.__dict__.get("__wrapped__")
-            entry = functions.get(id(wrapped))
-            if entry is None or entry[0] is not wrapped:
+            try:
+                count = len(vars(module))
+            except TypeError:  # pragma: no cover - a module without a __dict__
                 continue
+            known = _SITES.get(name)
+            if known is None or known[0] is not module or known[1] != count:
+                known = _SITES[name] = (module, count, self._scan(module))
+            for site in known[2]:
+                if site[0] == "dict":  # one dict may be held by many modules
+                    if id(site[1]) in done:
+                        continue
+                    done.add(id(site[1]))
+                self._apply(site)
+        return self
+
+    def undo(self) -> None:
+        for step in reversed(self._undo):
+            step()
+        self._undo.clear()
+
+    # --- finding the places (once per module) ---------------------------------------
+    def _scan(self, module: types.ModuleType) -> list[tuple[Any, ...]]:
+        sites: list[tuple[Any, ...]] = []
+        seen: set[int] = set()
+        for key, value in list(vars(module).items()):
+            if key.startswith("__") and key.endswith("__"):  # __builtins__, __loader__ ...
+                continue
+            if value is sys.modules:
+                continue
+            if isinstance(value, type):
+                if getattr(value, "__module__", None) == module.__name__:
+                    self._scan_class(value, sites, seen)
+            else:
+                self._scan_value(value, sites, seen, in_dict=True)
+        return sites
+
+    def _scan_class(self, cls: type, sites: list[tuple[Any, ...]], seen: set[int]) -> None:
+        if id(cls) in seen:
+            return
+        seen.add(id(cls))
+        for key, value in list(vars(cls).items()):
+            if key.startswith("__") and key.endswith("__"):
+                continue
+            if self.fake_of(value) is not None:
+                sites.append(("attr", cls, key))
+            elif isinstance(value, (staticmethod, classmethod)):
+                self._scan_value(value.__func__, sites, seen, in_dict=False)
+            elif isinstance(value, type):
+                self._scan_class(value, sites, seen)
+            else:
+                self._scan_value(value, sites, seen, in_dict=True)
+
+    def _scan_value(
+        self, value: Any, sites: list[tuple[Any, ...]], seen: set[int], *, in_dict: bool
+    ) -> None:
+        """``value`` held by a module or a class (pyfakefs patched a real module or
+        function held directly by a module already: only containers are looked into)."""
+        if id(value) in seen:
+            return
+        if isinstance(value, dict):
+            if in_dict:
+                seen.add(id(value))
+                if any(
+                    self.fake_of(v) is not None or isinstance(v, functools.partial)
+                    for v in list(value.values())
+                ):
+                    sites.append(("dict", value))
+        elif isinstance(value, functools.partial):
+            seen.add(id(value))
+            if self.fake_of(value.func) is not None:
+                sites.append(("partial", value))
+        elif isinstance(value, types.FunctionType) and value.__closure__:
+            seen.add(id(value))
             for cell in value.__closure__:
                 try:
                     contents = cell.cell_contents
-                except ValueError:
+                except ValueError:  # an empty cell
                     continue
-                if contents is wrapped:
-                    cell.cell_contents = entry[1]
-                    patched.append((cell, contents))
-    return patched
+                if self.fake_of(contents) is not None:
+                    sites.append(("cell", cell))
+                elif isinstance(contents, functools.partial):
+                    self._scan_value(contents, sites, seen, in_dict=False)
+
+    # --- pointing them at the fakes (every entry) ---------------------------------------
+    def _apply(self, site: tuple[Any, ...]) -> None:
+        kind = site[0]
+        if kind == "attr":
+            _, cls, key = site
+            value = cls.__dict__.get(key)
+            fake = self.fake_of(value)
+            if fake is not None:
+                try:
+                    setattr(cls, key, fake)
+                except (TypeError, AttributeError):  # a C type: immutable
+                    return
+                self._undo.append(functools.partial(setattr, cls, key, value))
+        elif kind == "cell":
+            cell = site[1]
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                return
+            fake = self.fake_of(value)
+            if fake is not None:
+                cell.cell_contents = fake
+                self._undo.append(functools.partial(_set_cell, cell, value))
+        elif kind == "partial":
+            self._partial(site[1])
+        else:
+            held = site[1]
+            for key, value in list(held.items()):
+                fake = self.fake_of(value)
+                if fake is not None:
+                    held[key] = fake
+                    self._undo.append(functools.partial(held.__setitem__, key, value))
+                elif isinstance(value, functools.partial):
+                    self._partial(value)
+
+    def _partial(self, value: Any) -> None:
+        fake = self.fake_of(value.func)
+        if fake is not None:
+            held: Any = value  # partial.func is read-only; __setstate__ sets it
+            state = held.__reduce__()[2]
+            held.__setstate__((fake, *state[1:]))
+            self._undo.append(functools.partial(held.__setstate__, state))
+
+
+def _set_cell(cell: Any, value: Any) -> None:
+    cell.cell_contents = value
 
 
 _PATCHER: type | None = None
@@ -1653,9 +1844,11 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         RuntimeError: an interception is already active (they do not nest).
 
     :class:`~crashpoint.faultfs.SimulatedCrash` raised by ``fs`` propagates out of
-    the target unchanged. Modules of the harness (``crashpoint``, pytest,
-    hypothesis, rich ...) keep the real ``os``; import what the harness needs
-    before entering, since a module first imported inside the block sees the fakes.
+    the target unchanged. Modules of the harness (``crashpoint``, pluggy, xdist,
+    coverage) keep the real ``os``; the packages it shares with targets (pytest,
+    hypothesis, rich ...) get the fakes, which call the real functions when the
+    harness called; import what the harness needs before entering, since a module
+    first imported inside the block sees the fakes.
     """
     global _PATCHER
     if _ACTIVE:
@@ -1678,7 +1871,7 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         "subprocess": _FakeSubprocess(icpt, reals["subprocess"]),
     }
     editable = [n for n in list(sys.modules) if n.startswith(EDITABLE_PREFIX)]
-    skip = [_SkipName(name) for name in (*HARNESS_PACKAGES, *editable)]
+    skip = [_SkipName(name) for name in (*HARNESS_PACKAGES, *HARNESS_MODULES, *editable)]
     saved_random = random.getstate()
     saved_tempdir = tempfile.tempdir
     saved_names = tempfile._name_sequence  # type: ignore[attr-defined]
@@ -1707,19 +1900,25 @@ def intercept(fs: FileSystem, *, root: str, seed: int = 0) -> Iterator[Intercept
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             patcher.setUp()
-        cells = _patch_closures(functions, patcher_cls.SKIPMODULES)
+        # pyfakefs forgets tempfile's directory (tempdir = None): a first mkstemp would
+        # probe the candidates with a file of its own, and only in the first run
+        tempfile.tempdir = "/tmp"
+        reach = _Reach({**functions, **_real_modules(patcher_cls.fakes)})
+        icpt._reach = reach
+        reach.modules(patcher_cls.SKIPMODULES)
         try:
             yield icpt
         finally:
-            for cell, real in cells:
-                cell.cell_contents = real
+            reach.undo()
             dynamic = getattr(patcher, "_dyn_patcher", None)
             if dynamic is not None:
                 # pyfakefs forgets modules first imported during the patch (so they are
                 # patched afresh next time); the harness's own must stay (one copy of
                 # each class). Their fake `os` routes the harness's calls to the real one.
                 dynamic._loaded_module_names = {
-                    n for n in dynamic._loaded_module_names if not _is_harness_module(n)
+                    n
+                    for n in dynamic._loaded_module_names
+                    if not (_is_harness_module(n) or _is_shared_module(n))
                 }
             patcher.tearDown()
     finally:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from ...faultfs import FileSystem, MemoryFileSystem
-from ...faultfs._audit import Containment, contained
+from ...faultfs._audit import LIMITS, Containment, contained
 
 __all__ = [
     "BadTarget",
@@ -40,6 +40,7 @@ __all__ = [
     "TargetTimeout",
     "a_storage",
     "exits_refused",
+    "import_findings",
     "interception_available",
     "load_factory",
     "make_runner",
@@ -123,12 +124,61 @@ class exits_refused:  # used as a function: ``with exits_refused():``
 _POSIX: Any = sys.modules.get("posix")  # os's own module on POSIX systems
 
 
+#: What each target module's import refused or reached (issue 21): module name -> lines
+#: of the verdict's incomplete list (:meth:`Runner.unsupported` adds its factory's).
+_IMPORTED: dict[str, list[str]] = {}
+
+#: Top-level modules whose use is a documented limit (``faultfs._audit.LIMITS``).
+_LIMIT_MODULES = {
+    "ctypes": "ctypes",
+    "_ctypes": "ctypes",
+    "socket": "socket",
+    "_socket": "socket",
+    "readline": "readline",
+    "posix": "posix",
+}
+
+
+def import_findings(factory: Callable[..., Any]) -> list[str]:
+    """What importing ``factory``'s module refused on the real disk or reached of the
+    documented limits, as verdict lines (``... (at import)``); empty for a factory
+    :func:`load_factory` did not import."""
+    return list(_IMPORTED.get(getattr(factory, "__module__", None) or "", []))
+
+
+def _limits_of(module: types.ModuleType) -> list[str]:
+    """The documented limits a module's globals reach: the module ``ctypes``,
+    ``socket``, ``readline`` or ``posix`` itself, or a class, function or object of
+    ``ctypes``, ``socket`` or ``readline`` (``os``'s functions are ``posix``'s: only the
+    ``posix`` module itself counts)."""
+    found: list[str] = []
+    for value in list(vars(module).values()):
+        if isinstance(value, types.ModuleType):
+            name = _LIMIT_MODULES.get(value.__name__.partition(".")[0])
+        else:
+            owner = value if isinstance(value, type) or callable(value) else type(value)
+            top = str(getattr(owner, "__module__", "") or "").partition(".")[0]
+            name = _LIMIT_MODULES.get(top)
+            if name == "posix":
+                name = None
+        if name is not None and name not in found:
+            found.append(name)
+    return found
+
+
 def load_factory(spec: str) -> Callable[..., Any]:
     """Import ``module:attr`` or ``path/file.py:attr`` and return the attribute. A
     file's directory goes first on ``sys.path`` (as ``python file.py`` puts it), so
     the modules beside it import; a module is imported from the current directory.
 
+    The import runs contained (``faultfs._audit``, issue 21): a real-disk change it
+    makes (creating a default data directory) is refused; when the import goes on
+    anyway, the verdict of every run of this target is incomplete, naming the path
+    (:func:`import_findings`), as it is for a module that uses ``ctypes``, ``socket``,
+    ``readline`` or ``posix``.
+
     Raises BadTarget naming the target and the reason."""
+    imported = Containment()
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
         raise BadTarget(
@@ -148,11 +198,13 @@ def load_factory(spec: str) -> Callable[..., Any]:
                 raise BadTarget(f"target {spec!r}: cannot import {module_part!r}")
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules[name] = module
-            loader_spec.loader.exec_module(module)
+            with contained(imported):
+                loader_spec.loader.exec_module(module)
         else:
             if os.getcwd() not in sys.path and "" not in sys.path:
                 sys.path.insert(0, os.getcwd())
-            module = importlib.import_module(module_part)
+            with contained(imported):
+                module = importlib.import_module(module_part)
     except BadTarget:
         raise
     except BaseException as exc:  # an import that fails in any way is a bad target
@@ -161,6 +213,11 @@ def load_factory(spec: str) -> Callable[..., Any]:
         raise BadTarget(
             f"target {spec!r}: import failed: {type(exc).__name__}: {_one_line(exc)}"
         ) from None
+    limits = [*imported.limits, *(n for n in _limits_of(module) if n not in imported.limits)]
+    _IMPORTED[module.__name__] = [
+        *(f"real disk: {event} {path} (at import)" for event, path in imported.refused),
+        *(f"limit: {LIMITS[n]}" for n in limits),
+    ]
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -297,9 +354,11 @@ class Runner(abc.ABC):
         return list(getattr(self._icpt, "escapes", []) or [])
 
     def unsupported(self) -> list[str]:
-        """Calls the model cannot represent, so far, and real-disk changes refused."""
+        """Calls the model cannot represent, so far, real-disk changes refused and
+        documented limits reached (the factory's import included)."""
         found = list(getattr(self._icpt, "unsupported", []) or [])
-        return found + self._containment.descriptions()
+        found += [d for d in self._containment.descriptions() if d not in found]
+        return found + [d for d in import_findings(self.factory) if d not in found]
 
     def _contained(self, fn: Callable[[], T]) -> T:
         """``fn()`` with every real-disk change refused (issue 21, ``faultfs._audit``)."""

@@ -124,3 +124,25 @@ def test_pythons_own_bytecode_cache_is_refused_quietly(
     assert module.VALUE == 1
     assert guard.refused == []  # no finding of the target's
     assert not (tmp_path / "__pycache__").exists()  # and nothing written
+
+
+def test_ctypes_and_socket_calls_are_named_limits_and_asyncio_is_not() -> None:
+    import asyncio
+    import ctypes
+    import socket
+
+    from crashpoint.faultfs._audit import LIMITS, Containment
+
+    libc = ctypes.CDLL(None)  # outside: crashpoint's own work is not named
+    quiet = Containment()
+    with contained(quiet):
+        asyncio.run(asyncio.sleep(0))  # its event loop makes a socketpair: no network I/O
+    assert quiet.limits == []
+    guard = Containment()
+    with contained(guard):
+        libc.getppid()  # a symbol looked up: ctypes.dlsym
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+    assert guard.limits == ["ctypes", "socket"]
+    assert guard.descriptions() == [f"limit: {LIMITS['ctypes']}", f"limit: {LIMITS['socket']}"]
+    assert guard.refused == []

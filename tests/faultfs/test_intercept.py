@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable
 from os import fsync as bound_fsync  # bound before any patch: must still be intercepted
@@ -58,7 +59,9 @@ def _to_thread(func: Callable[..., Any]) -> Callable[..., Any]:
 
 async_replace = _to_thread(os.replace)  # named like os.replace, __module__ "posix"
 async_open = _to_thread(open)
-REAL = {"os": os}  # in a dict: the patcher replaces module attributes, not dict values
+# out of the patch's reach (issue 21: it points the values of a dict at the fakes, not a
+# read-only mapping's)
+REAL = types.MappingProxyType({"os": os})
 
 
 def recording(*, crash_at: int | None = None) -> RecordingFileSystem:
@@ -823,7 +826,7 @@ def test_a_harness_module_first_imported_inside_the_block_stays_imported() -> No
 
 def test_the_real_modules_stay_real_and_harness_imports_inside_the_block_work() -> None:
     real_time = time.time
-    namespace: dict[str, Any] = {"__name__": "hypothesis._probe_clock"}
+    namespace: dict[str, Any] = {"__name__": "crashpoint._probe_clock"}
     with intercept(recording(), root=BASE, seed=3):
         assert sys.modules["time"].time() < 2_000_000_000  # the target's seeded clock
         exec("import time, subprocess\nnow = time.time()\nrun = subprocess.run", namespace)
@@ -941,3 +944,99 @@ def test_an_rmdir_of_a_non_empty_directory_fails_as_on_linux() -> None:
         errno.ENOTEMPTY,
         errno.ENOTDIR,
     ]
+
+
+# --- issue 21: functions bound before the patch, libraries the target uses ---------------
+
+HELD = {"replace": os.replace, "open": os.open}  # a dict's values: reached
+PARTIAL_OPEN = functools.partial(os.open, mode=0o644)  # a partial's function: reached
+
+
+class _HoldsOs:
+    _os = os  # a class attribute, as dbm.dumb's _Database keeps it: reached
+    _write = os.write
+
+
+def _make_closure() -> Callable[[str], None]:
+    closer = os.close
+
+    def close_it(path: str) -> None:
+        closer(_HoldsOs._os.open(path, os.O_RDONLY))
+
+    return close_it
+
+
+CLOSE_IT = _make_closure()  # a closure's cell: reached
+
+
+def _model_under(tmp_path: pathlib.Path) -> tuple[str, RecordingFileSystem]:
+    """A base path absent from the real disk, under ``tmp_path``: should the patch not
+    hold (the behaviour these tests catch), a real write lands nowhere but there."""
+    base = str(tmp_path / "model")
+    return base, RecordingFileSystem(MemoryFileSystem(dirs=(base, "/tmp")))
+
+
+def test_functions_held_before_the_patch_reach_the_model_and_are_put_back(
+    tmp_path: pathlib.Path,
+) -> None:
+    def save(base: str) -> None:
+        fd = PARTIAL_OPEN(base + "/a", os.O_WRONLY | os.O_CREAT)
+        _HoldsOs._write(fd, b"held")
+        _HoldsOs._os.fsync(fd)
+        os.close(fd)
+        HELD["replace"](base + "/a", base + "/b")
+        CLOSE_IT(base + "/b")
+        with open(base + "/c", "w", opener=HELD["open"]) as f:  # the real os.open
+            f.write("opened")
+
+    base, fs = _model_under(tmp_path)
+    with intercept(fs, root=base) as icpt:
+        save(base)
+    assert [o[0] for o in ops(fs)] == ["create", "write", "fsync", "rename", "create", "write"]
+    assert fs.read(base + "/b") == b"held" and fs.read(base + "/c") == b"opened"
+    assert icpt.unsupported == [] and icpt.escapes == []
+    assert not REAL["os"].path.lexists(base)
+    # after the block every captured value is the real one again
+    assert HELD["replace"] is os.replace and HELD["open"] is os.open
+    assert _HoldsOs.__dict__["_os"] is os and _HoldsOs.__dict__["_write"] is os.write
+    assert PARTIAL_OPEN.func is os.open
+    assert os.close in [c.cell_contents for c in CLOSE_IT.__closure__ or ()]
+
+
+def test_dbm_dumb_class_attributes_reach_the_model(tmp_path: pathlib.Path) -> None:
+    import dbm.dumb
+
+    def save(base: str) -> None:
+        with dbm.dumb.open(base + "/db", "c") as db:
+            db[b"k"] = b"v"
+        with dbm.dumb.open(base + "/db", "c") as db:  # a second commit renames .dir
+            db[b"k"] = b"w"
+
+    base, fs = _model_under(tmp_path)
+    with intercept(fs, root=base) as icpt:
+        save(base)
+    kinds = [o[0] for o in ops(fs)]
+    assert "rename" in kinds and "create" in kinds  # _commit's self._os.rename, in the model
+    assert sorted(fs.listdir(base)) == ["db.bak", "db.dat", "db.dir"]
+    assert icpt.unsupported == [] and not REAL["os"].path.lexists(base)
+    assert dbm.dumb._Database._os is os and dbm.dumb._Database._io is io
+
+
+def test_a_shared_package_is_intercepted_for_the_target_and_real_for_the_harness(
+    tmp_path: pathlib.Path,
+) -> None:
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    real_dir = tmp_path / "harness-db"
+    harness_db = DirectoryBasedExampleDatabase(str(real_dir))
+    base, fs = _model_under(tmp_path)  # with mkstemp's /tmp
+    with intercept(fs, root=base):
+        # the target (this test's frame) uses hypothesis's database: the model
+        DirectoryBasedExampleDatabase(base + "/examples").save(b"k", b"target")
+        # the harness (a crashpoint frame) uses it: the real disk
+        namespace: dict[str, Any] = {"__name__": "crashpoint.scenarios.jobs", "db": harness_db}
+        exec("db.save(b'k', b'harness')", namespace)
+    assert [o.kind.value for o in fs.trace.ops][-3:] == ["create", "write", "rename"]
+    assert fs.exists(base + "/examples") and not REAL["os"].path.lexists(base)
+    assert list(harness_db.fetch(b"k")) == [b"harness"]  # on the real disk
+    assert list(DirectoryBasedExampleDatabase(str(real_dir)).fetch(b"k")) == [b"harness"]

@@ -1,12 +1,16 @@
-"""Stores that reach the real disk past the interception (issue 21): with functions bound
-before the patch. Each saves its value durably into ``base_dir`` (intercepted, judged)
-and also makes one real change under ``$CRASHPOINT_ESCAPE_DIR`` through a captured
-function; ``tests/verify/test_escapes.py`` checks from outside that it never lands."""
+"""Stores that try to reach the real disk past the interception (issue 21): with functions
+bound before the patch. Each saves its value durably into ``base_dir`` (intercepted,
+judged) and also makes one change under ``$CRASHPOINT_ESCAPE_DIR`` through a captured
+function, tolerating its failure as a cache would. The patch reaches a dict's values, a
+class attribute, a closure's cells, a partial's function and an ``opener=``, so those
+changes go into the model (an S1 finding naming the path); a list's element and an
+instance attribute set before the patch stay out of its reach, so the audit layer
+refuses them (an incomplete verdict naming the path). ``tests/verify/test_escapes.py``
+checks from outside that nothing lands."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import io
 import json
@@ -15,11 +19,14 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ClassAttrStore",
-    "CtypesStore",
+    "ClosureStore",
     "HeldDictStore",
+    "HeldInListStore",
+    "InstanceAttrStore",
     "IoOpenStore",
     "OpenerStore",
     "PartialStore",
+    "RealOpenerStore",
 ]
 
 # bound at import, before any patch (a module global bound to a real function is
@@ -28,6 +35,20 @@ __all__ = [
 _HELD = {"rename": os.rename, "mkdir": os.mkdir, "open": os.open, "io.open": io.open}
 _OPEN_FOR_WRITING = functools.partial(os.open, mode=0o644)
 _CLOSE = os.close
+_IN_A_LIST = [os.open, os.close]  # out of the patch's reach: the audit layer refuses
+_IN_A_LIST_MKDIR = [os.mkdir]
+
+
+def _closure() -> Any:
+    opener, closer = os.open, os.close
+
+    def escape(directory: str) -> None:
+        closer(opener(os.path.join(directory, "closure"), os.O_WRONLY | os.O_CREAT, 0o644))
+
+    return escape
+
+
+_CLOSED_OVER = _closure()  # its cells hold the real os.open, bound before any patch
 
 
 def escape_dir() -> str:
@@ -58,10 +79,14 @@ class _Durable:
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.escape()
+        self.escape_tolerantly()
 
     def escape(self) -> None:
         raise NotImplementedError
+
+    def escape_tolerantly(self) -> None:
+        with contextlib.suppress(OSError):  # as a cache would: a failure is no error
+            self.escape()
 
 
 class HeldDictStore(_Durable):
@@ -97,12 +122,46 @@ class ClassAttrStore(_Durable):
         self._os.close(fd)
 
 
+class ClosureStore(_Durable):
+    """The real ``os.open`` in a closure's cell: creates a real file."""
+
+    def escape(self) -> None:
+        _CLOSED_OVER(escape_dir())
+
+
+class HeldInListStore(_Durable):
+    """The real ``os.open`` in a list (the patch does not look into lists): creates a
+    real file; the audit layer refuses it."""
+
+    def escape(self) -> None:
+        path = os.path.join(escape_dir(), "in-list")
+        _IN_A_LIST[1](_IN_A_LIST[0](path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+class InstanceAttrStore(_Durable):
+    """An object made at import, before the patch, holding ``os`` as an attribute: its
+    ``os`` is the real one; the audit layer refuses the file it creates."""
+
+    def escape(self) -> None:
+        path = os.path.join(escape_dir(), "instance")
+        _MADE_BEFORE.os.close(_MADE_BEFORE.os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
 class OpenerStore(_Durable):
     """``open(path, "w", opener=...)`` with the real ``os.open`` as opener."""
 
     def escape(self) -> None:
         path = os.path.join(escape_dir(), "opener")
         with open(path, "w", opener=lambda p, flags: _HELD["open"](p, flags, 0o644)) as f:
+            f.write("escaped")
+
+
+class RealOpenerStore(_Durable):
+    """``open(path, "w", opener=os.open)`` with the real ``os.open`` itself (taken from a
+    list, out of the module scan's reach): ``open`` gives the model's instead."""
+
+    def escape(self) -> None:
+        with open(os.path.join(escape_dir(), "real-opener"), "w", opener=_IN_A_LIST[0]) as f:
             f.write("escaped")
 
 
@@ -114,33 +173,25 @@ class IoOpenStore(_Durable):
             f.write("escaped")
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True)  # bound at import; C code raises no audit event
+class _Holder:
+    def __init__(self) -> None:
+        self.os = os
 
 
-class CtypesStore(_Durable):
-    """Creates the real file ``$CRASHPOINT_CANARY_PATH`` through libc's ``open`` (ctypes):
-    nothing Python can intercept or audit; only the canary sees it."""
-
-    def escape(self) -> None:
-        path = os.environ["CRASHPOINT_CANARY_PATH"].encode()
-        fd = _LIBC.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-        if fd >= 0:
-            _LIBC.close(fd)
+_MADE_BEFORE = _Holder()
 
 
 class HeldOnlyStore:
-    """Every file call through functions held in a dict: its writes reach nothing the
-    interception sees (the refusals are all there is to say)."""
+    """Every file call through functions held in a list inside a class attribute (out
+    of the patch's reach): its writes reach nothing the interception sees (the audit
+    layer's refusals are all there is to say)."""
 
-    _OS: ClassVar[dict[str, Any]] = {
-        "open": os.open,
-        "write": os.write,
-        "close": os.close,
-        "read": os.read,
-    }
+    _FUNCTIONS: ClassVar[list[Any]] = [os.open, os.write, os.close, os.read]
+    _OS: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, base_dir: str) -> None:
         self.path = os.path.join(escape_dir(), "held-only.json")
+        self._OS = dict(zip(("open", "write", "close", "read"), self._FUNCTIONS, strict=True))
 
     def save(self, value: Any) -> None:
         fd = self._OS["open"](self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -162,7 +213,7 @@ class HeldOnlyStore:
 
 def escaping_reference(base_dir: str) -> Any:
     """The reference storage (a state-storage target) whose save also makes a real
-    directory through a held ``os.mkdir``."""
+    directory through an ``os.mkdir`` held in a list (refused by the audit layer)."""
     from crashpoint.core import FileStateStorage
     from crashpoint.faultfs import OsFileSystem
 
@@ -171,8 +222,15 @@ def escaping_reference(base_dir: str) -> Any:
 
     def escaping_save(state: Any) -> None:
         save(state)
-        with contextlib.suppress(FileExistsError):
-            _HELD["mkdir"](os.path.join(escape_dir(), "state-storage"))
+        with contextlib.suppress(OSError):
+            _IN_A_LIST_MKDIR[0](os.path.join(escape_dir(), "state-storage"))
 
     storage.save = escaping_save  # type: ignore[method-assign]
     return storage
+
+
+class NoEscapeStore(_Durable):
+    """The control: a durable save and nothing else."""
+
+    def escape(self) -> None:
+        return None

@@ -16,12 +16,12 @@ import pytest
 from crashpoint._cli import main
 from crashpoint.faultfs._canary import Canary
 
-ESCAPES = Path(__file__).resolve().parent / "escapes.py"
+LIMITS = Path(__file__).resolve().parent / "limits.py"
 STORES = Path(__file__).resolve().parents[2] / "examples" / "stores" / "jsonstore.py"
 
 
 def _verify_ctypes(out: Path) -> tuple[int, dict[str, object]]:
-    code = main(["verify", f"{ESCAPES}:CtypesStore", "--workload", "first-save", "--out", str(out)])
+    code = main(["verify", f"{LIMITS}:CtypesStore", "--workload", "first-save", "--out", str(out)])
     return code, json.loads((out / "report.json").read_text(encoding="utf-8"))
 
 
@@ -40,6 +40,7 @@ def test_a_ctypes_write_under_a_watched_root_makes_the_verdict_incomplete(
     assert planted.exists()  # C code did write: no Python layer could stop it
     assert code == 1 and rep["verdict"] == "incomplete"
     assert f"real disk changed: {planted} (created)" in rep["incomplete"]  # type: ignore[operator]
+    assert any(line.startswith("limit: ctypes: ") for line in rep["incomplete"])  # type: ignore[attr-defined]
 
 
 # Not in the default run: while /data exists, every verify running beside it (xdist) sees

@@ -1,0 +1,181 @@
+"""Stores built on the packages crashpoint itself runs on (issue 21, acceptance 2):
+pytest's cache provider, hypothesis's ``DirectoryBasedExampleDatabase``, ``dbm.dumb``
+and ``shelve`` over it (the targets in ``examples/libraries``). Each verify is complete
+(nothing unsupported, nothing refused), creates or changes no real file (a ``find`` run
+in another process before and after, over the working directory, ``$TMPDIR`` and the
+model's base path), and finds what the library's code does, pinned by invariant, model
+and crash state (its bytes), each explained from the library's source below.
+
+Marker ``examples``; pytest and hypothesis are test dependencies, dbm.dumb and shelve
+the standard library's, so nothing here is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import crashpoint
+import pytest
+from crashpoint.scenarios.engine.explore import Counterexample
+from crashpoint.scenarios.targets.user import load_factory
+from library_support import crash_state, spec
+
+BASE_ON_DISK = "/data/store"  # the document kind's base path, on the real machine
+
+
+def _outside_snapshot(roots: list[Path]) -> str:
+    """What another process sees under ``roots`` (path, type, size, mtime), and whether
+    the model's base path exists on the real disk."""
+    listed = subprocess.run(
+        ["find", *map(str, roots), "-xdev", "-printf", "%p %y %s %T@\n"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    base = subprocess.run(["test", "-e", BASE_ON_DISK], check=False).returncode
+    return f"{listed}base exists: {base == 0}\n"
+
+
+def _verify_outside_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, workload: str, model: str
+) -> tuple[str, Any]:
+    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    tmp.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    before = _outside_snapshot([cwd, tmp])
+    s = spec(target)
+    result = crashpoint.verify(
+        load_factory(s), target=s, workloads=[workload], model=model, shrink=False
+    )
+    assert _outside_snapshot([cwd, tmp]) == before  # no real file created or changed
+    assert result.unsupported == [] and not result.incomplete  # a complete verdict
+    assert result.verdict == "violation"
+    return s, result
+
+
+def _found(result: Any, invariant: str, model: str) -> list[Counterexample]:
+    return [
+        c
+        for c in result.counterexamples
+        if invariant in c.broken and c.model == model and not c.fault
+    ]
+
+
+def _states(
+    s: str, found: list[Counterexample], *, first: int = 4
+) -> list[tuple[dict[str, bytes], Any]]:
+    """The crash states (files under the base, and the run) of the counterexamples at
+    the ``first`` earliest crash points (each recovered by recording the workload again)."""
+    out = []
+    points: set[int] = set()
+    for c in sorted(found, key=lambda c: c.crash_point):
+        if c.crash_point in points:
+            continue
+        if len(points) == first:
+            break
+        points.add(c.crash_point)
+        files, run, _ = crash_state(s, c)
+        out.append((files, run))
+    return out
+
+
+def test_pytest_cache_set_rewrites_its_value_in_place_and_a_kill_loses_the_last_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A2 under process-crash. ``Cache.set`` is ``path.write_text(json.dumps(value))``
+    (``_pytest/cacheprovider.py``): ``open(path, "w")`` truncates the value file, then
+    the write follows. A kill between the two leaves the file empty; ``Cache.get`` fails
+    to parse it and returns the default, so the value of the previous, acknowledged
+    ``set`` is gone: the state is the cache directory's supporting files, whole, and an
+    empty value file."""
+    s, result = _verify_outside_watched(
+        tmp_path, monkeypatch, "pytest_cache_target.py:factory", "resize", "process-crash"
+    )
+    states = _states(s, _found(result, "A2", "process-crash"))
+    assert states
+    files, run = states[0]
+    assert files[".pytest_cache/v/crashpoint/doc"] == b""
+    assert {".pytest_cache/README.md", ".pytest_cache/.gitignore"} <= set(files)
+    assert run.escapes == []
+
+
+def test_dbm_dumb_never_reads_its_bak_and_a_kill_in_commit_loses_every_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A2 under process-crash. ``_Database._commit`` (``Lib/dbm/dumb.py``) unlinks
+    ``.bak``, renames ``.dir`` to ``.bak`` and only then writes a new ``.dir``. Killed in
+    between, the disk holds ``.dat`` and ``.bak`` (the previous index, whole) but no
+    ``.dir``; ``dbm.dumb.open(..., "c")`` then creates an empty index (``_update``
+    treats a missing ``.dir`` as a new database and never looks at ``.bak``), so the
+    acknowledged value is lost though every byte of it is on disk. The calls go through
+    the class attributes ``_Database._os`` and ``_io``, which the interception reaches."""
+    s, result = _verify_outside_watched(
+        tmp_path, monkeypatch, "dbm_dumb_target.py:factory", "resize", "process-crash"
+    )
+    states = [f for f, _ in _states(s, _found(result, "A2", "process-crash"))]
+    lost = [f for f in states if "db.dir" not in f or f["db.dir"] == b""]
+    assert lost, states
+    files = lost[0]
+    assert files["db.bak"].startswith(b"'doc', (0, ")  # the previous index, whole
+    assert files["db.dat"].startswith(b'{"generation": 0')
+
+
+def test_shelve_over_dbm_dumb_inherits_the_lost_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A2 under process-crash: ``shelve.Shelf`` pickles into the ``dbm.dumb`` database
+    and closes it, so the same ``_commit`` window (``.dir`` renamed to ``.bak``, the new
+    ``.dir`` not yet written) loses the acknowledged value; the ``.dat`` holds it as a
+    pickle."""
+    s, result = _verify_outside_watched(
+        tmp_path, monkeypatch, "dbm_dumb_target.py:shelf", "resize", "process-crash"
+    )
+    states = [f for f, _ in _states(s, _found(result, "A2", "process-crash"))]
+    lost = [f for f in states if "shelf.bak" in f and not f.get("shelf.dir")]
+    assert lost, states
+    assert lost[0]["shelf.bak"].startswith(b"'doc', (")
+    assert lost[0]["shelf.dat"].startswith(b"\x80\x04")  # a pickle
+
+
+def test_hypothesis_database_renames_an_unsynced_temporary_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A1 under power-loss. ``DirectoryBasedExampleDatabase.save`` (``hypothesis/
+    database.py``) writes the value to ``tempfile.mkstemp()``, closes it and renames it
+    to ``<db>/<key hash>/<value hash>``, with no fsync of the file or of either
+    directory. After a power cut the renamed name can exist while its data never
+    reached the disk: the value file is empty or zero-filled, and ``fetch`` returns
+    those bytes as a stored value."""
+    s, result = _verify_outside_watched(
+        tmp_path, monkeypatch, "hypothesis_db_target.py:factory", "resize", "power-loss"
+    )
+    states = [f for f, _ in _states(s, _found(result, "A1", "power-loss"))]
+    torn = [
+        data
+        for f in states
+        for path, data in f.items()
+        if path.startswith("examples/") and data.strip(b"\x00") == b"" and "/" in path[9:]
+    ]
+    assert torn, states
+
+
+def test_hypothesis_database_writes_its_temporaries_outside_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S1 under process-crash: ``tempfile.mkstemp()`` is called without ``dir=``, so
+    every save creates its file in the system temporary directory, outside the
+    directory the database was given; a kill before the rename leaves it there (and
+    across file systems the rename fails with EXDEV, where ``save`` falls back to a
+    non-atomic ``write_bytes``)."""
+    s, result = _verify_outside_watched(
+        tmp_path, monkeypatch, "hypothesis_db_target.py:factory", "first-save", "process-crash"
+    )
+    found = _found(result, "S1", "process-crash")
+    assert found
+    _, run, _ = crash_state(s, found[0])
+    assert run.escapes and all(os.path.dirname(p) == "/tmp" for p in run.escapes), run.escapes
