@@ -12,6 +12,7 @@ from ._image import CrashState, Image, os_error
 from ._lock import Clock, SystemClock, VirtualClock
 from ._memory import MemoryFileSystem
 from ._models import (
+    ALIASES,
     FAMILIES,
     FS_MODELS,
     MODELS,
@@ -22,6 +23,7 @@ from ._models import (
     Family,
     ModelError,
     PersistenceModel,
+    canonical,
     crash_points,
     durable_at,
     effective,
@@ -61,6 +63,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALIASES",
     "FAMILIES",
     "FS_MODELS",
     "MODELS",
@@ -89,6 +92,7 @@ __all__ = [
     "SystemClock",
     "Trace",
     "VirtualClock",
+    "canonical",
     "crash_points",
     "durable_at",
     "effective",

@@ -6,9 +6,10 @@ Shape (keys are a contract; acceptance checks read them)::
       "tool": "crashpoint", "version": "0.1.0",
       "format": 2,                         # this shape's version (2: severity order, "where")
       "model": "process-crash",            # as asked: a model name or "all"
+      "models": [{"name", "family", "options"}],  # what the verdict assumed (issue 20)
       "target": "reference",
       "scenarios": [
-        {"name", "model", "target", "operations", "crash_points", "raw_states",
+        {"name", "model", "family", "target", "operations", "crash_points", "raw_states",
          "distinct_states", "cut", "exhaustive", "invariants", "faults",
          "violation_count", "violations_listed", "killed_by",
          "violations": [                   # minimal first; at most MAX_LISTED
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_LISTED",
     "build_report",
     "build_verify_report",
+    "models_assumed",
     "report_extra",
     "violation_dict",
     "write_json",
@@ -113,6 +115,7 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
     return {
         "name": r.workload,
         "model": r.model,
+        "family": r.family or r.model,
         "target": r.target,
         "operations": r.operations,
         "crash_points": r.crash_points,
@@ -163,6 +166,7 @@ def build_report(
         "version": __version__,
         "format": FORMAT,
         "model": model,
+        "models": models_assumed(results),
         "target": target,
         "scenarios": scenarios,
         "totals": {
@@ -179,6 +183,18 @@ def build_report(
     if extra:
         report.update(extra)
     return report
+
+
+def models_assumed(results: Sequence[EngineResult]) -> list[dict[str, Any]]:
+    """Each model of ``results`` once, in order, with the family whose rules judged
+    under it and its options (``{"name": "power-loss", "family": "ext4", "options":
+    {"block_size": 4096, ...}}``): the verdict names what it assumed (issue 20)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for r in results:
+        seen.setdefault(
+            r.model, {"name": r.model, "family": r.family or r.model, "options": dict(r.options)}
+        )
+    return list(seen.values())
 
 
 def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:

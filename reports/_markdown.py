@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._publish import write_text
+from ._terminal import model_line
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -104,6 +105,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "`save#N` is the workload's storage call N (counting every call, loads included).",
         "",
     ]
+    if report.get("models"):
+        out += [
+            "Models assumed: " + "; ".join(f"`{model_line(m)}`" for m in report["models"]) + ".",
+            "",
+        ]
     if t.get("cut"):
         out += [
             f"bounded: {t['cut']} combinations not explored (an upper bound on the distinct "

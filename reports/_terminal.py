@@ -10,7 +10,15 @@ from rich.table import Table
 
 from ..scenarios.engine.explore import got_label
 
-__all__ = ["print_summary", "print_zoo"]
+__all__ = ["model_line", "print_summary", "print_zoo"]
+
+
+def model_line(entry: Mapping[str, Any]) -> str:
+    """One entry of a report's ``models`` as the summary names it: ``power-loss (family
+    ext4: block_size 4096, max_states 256, writeback_bound 6)``."""
+    options = ", ".join(f"{k} {v}" for k, v in entry.get("options", {}).items())
+    family = entry.get("family", entry["name"])
+    return f"{entry['name']} (family {family}{': ' + options if options else ''})"
 
 
 def print_summary(
@@ -45,6 +53,9 @@ def print_summary(
     for s in report["scenarios"]:
         ids += [i for i in s["invariants"] if i not in ids]
     console.print(f"invariants checked: {' '.join(ids)}", highlight=False, soft_wrap=True)
+    assumed = [model_line(m) for m in report.get("models", ())]
+    if assumed:
+        console.print(f"models: {'; '.join(assumed)}", highlight=False, soft_wrap=True)
     if t.get("cut"):
         console.print(
             f"[yellow]bounded: {t['cut']} combinations not explored[/] (an upper bound on the "

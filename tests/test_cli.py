@@ -470,7 +470,7 @@ def test_parse_models_is_shared_by_the_cli_and_the_plugin() -> None:
         "power-loss",
         "process-crash",
     ]
-    assert len(parse_models("all")) == 3
+    assert len(parse_models("all")) == 5  # process-crash and the four families
     assert [m.name for m in parse_models(" Power-Loss ,power-loss")] == ["power-loss"]
     for bad in ("", "nope", "power-loss,,", "all,power-loss"):
         with pytest.raises(ValueError):

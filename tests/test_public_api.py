@@ -68,6 +68,7 @@ PUBLIC: dict[str, set[str]] = {
         "unanswered_calls",
     },
     "crashpoint.faultfs": {
+        "ALIASES",
         "Clock",
         "CrashPoint",
         "CrashState",
@@ -96,6 +97,7 @@ PUBLIC: dict[str, set[str]] = {
         "SystemClock",
         "Trace",
         "VirtualClock",
+        "canonical",
         "crash_points",
         "durable_at",
         "effective",

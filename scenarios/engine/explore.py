@@ -328,6 +328,10 @@ class EngineResult:
         state_ids: identities of the distinct crash states.
         subjects: subjects judged (sessions), when the kind counts them; 0 means no
             load was judged, so nothing about the target was verified.
+        family: the model family whose rules derived the crash states (``ext4`` for
+            the model ``power-loss``); options: the model's parameters
+            (:meth:`~crashpoint.faultfs.PersistenceModel.options`). The verdict names
+            what it assumed (issue 20).
     """
 
     workload: str
@@ -348,6 +352,8 @@ class EngineResult:
     subjects: int | None = field(default=None, repr=False)
     tiebreak: tuple[str, ...] = field(default=AGENT_TIEBREAK, repr=False)
     """The kind's order of findings past severity, crash point and invariant."""
+    family: str = ""
+    options: dict[str, int | None] = field(default_factory=dict, repr=False)
 
     def sort(self) -> None:
         """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
@@ -604,6 +610,8 @@ def explore_models(
             invariants=invariants,
             faults=len(faults),
             tiebreak=kind.tiebreak,
+            family=model.family,
+            options=model.options(),
         )
         if crashes:
             result.subjects = base.subjects

@@ -422,7 +422,9 @@ def _search_random(
     from hypothesis import strategies as st
     from hypothesis.errors import NoSuchExample
 
-    seen = EngineResult("random", model.name, doc.target)
+    seen = EngineResult(
+        "random", model.name, doc.target, family=model.family, options=model.options()
+    )
     last: list[Any] = []
 
     def fails(values: list[Any]) -> bool:

@@ -60,8 +60,10 @@ def test_the_durable_store_passes_every_model_with_every_fault(
     assert rep["totals"]["violations"] == 0 and rep["totals"]["distinct_states"] > 0
     assert {s["model"] for s in rep["scenarios"]} == {
         "process-crash",
-        "power-loss",
-        "power-loss-reorder",
+        "ext4",
+        "xfs",
+        "btrfs",
+        "posix",
     }
     assert all(s["faults"] > 0 for s in rep["scenarios"])
     assert {"A1", "A2", "A3", "A4", "A5", "S1"} <= {
@@ -579,3 +581,57 @@ def test_a_fault_past_every_run_is_exit_2_not_a_clean_pass(
         capsys, tmp_path / "far", f"{STORE}:InPlaceJsonStore", "--fault", "999:ENOSPC"
     )
     assert code == 2 and "no workload run has operation 999" in err, out
+
+
+def test_a_baseline_naming_the_old_model_names_is_comparable(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 20: power-loss is an alias of ext4; a baseline of findings under the old name
+    knows the same findings under ext4 (and back), so a CI config keeps working."""
+    target = f"{STORE}:NoFsyncJsonStore"
+    args = ("--workload", "first-save")
+    assert run(capsys, tmp_path / "old", target, "--model", "power-loss", *args)[0] == 1
+    old = report(tmp_path / "old")
+    assert {s["model"] for s in old["scenarios"]} == {"power-loss"}
+    assert {s["family"] for s in old["scenarios"]} == {"ext4"}
+    assert killed(old, "power-loss")
+    baseline = str(tmp_path / "old" / "report.json")
+    code, out, _ = run(
+        capsys, tmp_path / "ext4", target, "--model", "ext4", *args, "--baseline", baseline
+    )
+    assert code == 0, out
+    assert report(tmp_path / "ext4")["baseline"]["new"] == []
+    # and a finding under another family is new
+    code, _, _ = run(
+        capsys, tmp_path / "xfs", target, "--model", "xfs", *args, "--baseline", baseline
+    )
+    assert code == 1 and report(tmp_path / "xfs")["baseline"]["new"]
+
+
+def test_the_report_and_summary_name_the_family_and_its_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(
+        capsys,
+        tmp_path,
+        f"{STORE}:JsonStore",
+        "--model",
+        "power-loss-reorder,btrfs",
+        "--workload",
+        "first-save",
+    )
+    assert code == 0, out
+    rep = report(tmp_path)
+    assert [(m["name"], m["family"]) for m in rep["models"]] == [
+        ("power-loss-reorder", "posix"),
+        ("btrfs", "btrfs"),
+    ]
+    assert rep["models"][1]["options"] == {
+        "block_size": 4096,
+        "max_states": 256,
+        "writeback_bound": 6,
+    }
+    assert rep["models"][0]["options"]["reorder_bound"] is None
+    assert "power-loss-reorder (family posix: block_size 4096" in " ".join(out.split())
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "`btrfs (family btrfs: block_size 4096, max_states 256, writeback_bound 6)`" in md
