@@ -22,7 +22,9 @@ from . import __version__
 from ._options import (
     ProgressLine,
     Terminated,
+    add_device_options,
     cap_jobs,
+    device_models,
     glue_dash_values,
     open_closed_streams,
     parse_models,
@@ -222,6 +224,7 @@ def _parser() -> argparse.ArgumentParser:
         "exhaustive up to 2^16 combinations per crash point, bounded beyond); what a bound "
         "leaves out is counted and reported",
     )
+    add_device_options(ex)
     ex.add_argument(
         "--require-exhaustive",
         action="store_true",
@@ -330,6 +333,8 @@ def _resolve(
                 ("--faults", args.faults or None),
                 ("--reorder-bound", args.reorder_bound),
                 ("--require-exhaustive", args.require_exhaustive or None),
+                ("--atomic-write", args.atomic_write),
+                ("--drive-ignores-flush", args.drive_ignores_flush or None),
             )
             if value is not None
         ]
@@ -347,6 +352,10 @@ def _resolve(
         raise UsageError(f"--model: {exc}") from None
     every = {m.name for m in models} == set(MODELS)
     args.model = "all" if every else ",".join(m.name for m in models)
+    try:
+        models = device_models(models, args.atomic_write, args.drive_ignores_flush)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     names = list(dict.fromkeys(args.scenario or SCENARIOS))  # repeated names count once
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -527,6 +536,8 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         crash_point=args.crash_point,
         shard=args.shard,
         reorder_bound=args.reorder_bound,
+        atomic_write=args.atomic_write,
+        drive_ignores_flush=args.drive_ignores_flush,
     )
     if args.jobs is None:  # the default: 1 for a small run, all cores for a large one
         jobs = auto_jobs(tasks, jobs)

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import KindChoices, int_option, prepare_out, print_to_stdout
+from ._options import KindChoices, add_device_options, int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_verify_parser", "run_verify"]
 
@@ -93,6 +93,7 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "(aliases of ext4 and posix), a comma-separated list, or all (process-crash and "
         "the four families)",
     )
+    add_device_options(p)
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
         "--values",
@@ -222,7 +223,7 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
-    from ._options import parse_models
+    from ._options import device_models, parse_models
     from .faultfs import canonical
     from .reports import build_verify_report
     from .scenarios.jobs.verify import verify
@@ -236,6 +237,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise VerifyUsageError(str(exc)) from None
     if args.model.strip().lower() != "all":  # as explore: the names as the models spell them
         args.model = ",".join(m.name for m in models)
+    try:
+        models = device_models(models, args.atomic_write, args.drive_ignores_flush)
+    except ValueError as exc:
+        raise VerifyUsageError(str(exc)) from None
     fault = None
     if args.fault is not None:
         from .scenarios import parse_fault

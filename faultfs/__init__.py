@@ -25,12 +25,14 @@ from ._models import (
     PersistenceModel,
     canonical,
     crash_points,
+    device_default,
     durable_at,
     effective,
     get_family,
     get_model,
     parse_models,
     register_family,
+    with_device,
 )
 from ._protocol import FileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
@@ -94,6 +96,7 @@ __all__ = [
     "VirtualClock",
     "canonical",
     "crash_points",
+    "device_default",
     "durable_at",
     "effective",
     "get_family",
@@ -103,5 +106,6 @@ __all__ = [
     "os_error",
     "parse_models",
     "register_family",
+    "with_device",
     "write_bytes",
 ]

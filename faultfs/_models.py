@@ -31,8 +31,10 @@ from ._family import (
     CrashPoint,
     Family,
     PersistenceModel,
+    device_default,
     effective,
     new_crash_point,
+    with_device,
 )
 from ._fsfamily import FS_FAMILIES
 from ._image import CrashState
@@ -55,6 +57,7 @@ __all__ = [
     "PersistenceModel",
     "canonical",
     "crash_points",
+    "device_default",
     "durable_at",
     "effective",
     "get_family",
@@ -62,6 +65,7 @@ __all__ = [
     "new_crash_point",
     "parse_models",
     "register_family",
+    "with_device",
 ]
 
 

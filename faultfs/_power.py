@@ -973,6 +973,11 @@ def power_crash_points(
         ValueError: an operation does not replay onto ``initial`` (a trace recorded
             from another disk), or the model's bounds are not positive.
     """
+    if model.hypothetical:
+        raise ValueError(
+            f"model {model.name!r}: the journaled family has no device options "
+            "(atomic_write below the block, drive_ignores_flush): use a file-system family"
+        )
     explorer = _Explorer(model, initial)
     n = len(ops)
     for k in range(n + 1):

@@ -12,17 +12,24 @@ Shape (keys are a contract; acceptance checks read them)::
         {"name", "model", "family", "target", "operations", "crash_points", "raw_states",
          "distinct_states", "cut", "exhaustive", "invariants", "faults",
          "violation_count", "violations_listed", "killed_by",
+         "hypothetical_count", "hypothetical": [violation],  # issue 20: apart, see below
          "violations": [                   # minimal first; at most MAX_LISTED
            {"invariant", "title", "severity", "why", "fault", "session_id",
             "crash_point": {"index", "operation", "last_done", "where"},
             "crash_state": {file: rendering}, "state_digest",
             "expected", "load_returned", "replay"}]}],
       "totals": {"scenarios", "crash_points", "raw_states", "distinct_states",
-                 "cut", "violations"},
+                 "cut", "violations", "hypothetical"},
       "exhaustive": false when a bound left combinations out ("cut" counts them:
                     an upper bound on the distinct crash states not explored),
       "counterexample": <the most severe, then minimal, violation overall, or null>
     }
+
+A *hypothetical* finding (FAULT-MODEL.md §3) is reachable only through a model's device
+options (``--atomic-write`` below the block, ``--drive-ignores-flush``): it is listed in
+its scenario's ``hypothetical`` (at most MAX_LISTED) and counted in
+``totals.hypothetical``, never in ``violations``, ``killed_by``, ``counterexample`` or the
+exit code.
 
 Violations are listed most severe first (SPEC.md §8 classes: security, data-loss,
 invalid-history, semantics, warning), then by crash point.
@@ -129,6 +136,10 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
         "violations_listed": len(listed := _listed(r.counterexamples)),
         "killed_by": r.killed_by(),
         "violations": [_with_broken(violation_dict(v), v, r.counterexamples) for v in listed],
+        "hypothetical_count": len(r.hypothetical),
+        "hypothetical": [
+            _with_broken(violation_dict(v), v, r.hypothetical) for v in _listed(r.hypothetical)
+        ],
     }
 
 
@@ -176,6 +187,7 @@ def build_report(
             "distinct_states": sum(r.distinct_states for r in results),
             "cut": sum(r.cut for r in results),
             "violations": sum(len(r.counterexamples) for r in results),
+            "hypothetical": sum(len(r.hypothetical) for r in results),
         },
         "exhaustive": all(r.exhaustive for r in results),
         "counterexample": violation_dict(minimal) if minimal is not None else None,

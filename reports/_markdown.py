@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._publish import write_text
-from ._terminal import model_line
+from ._terminal import hypothetical_line, model_line
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -145,6 +145,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         out += ["## First counterexample per scenario", ""]
         for v in listed:
             out += _violation_md(v)
+    if t.get("hypothetical"):  # apart, after the verdict's findings (FAULT-MODEL.md §3)
+        out += ["## Hypothetical findings", "", hypothetical_line(report) + ".", ""]
+        for s in report["scenarios"]:
+            for v in s.get("hypothetical", [])[:1]:
+                out += _violation_md(v)
     return "\n".join(out).rstrip() + "\n"
 
 

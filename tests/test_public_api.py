@@ -99,6 +99,7 @@ PUBLIC: dict[str, set[str]] = {
         "VirtualClock",
         "canonical",
         "crash_points",
+        "device_default",
         "durable_at",
         "effective",
         "get_family",
@@ -108,6 +109,7 @@ PUBLIC: dict[str, set[str]] = {
         "os_error",
         "parse_models",
         "register_family",
+        "with_device",
         "write_bytes",
     },
     "crashpoint.scenarios": {
