@@ -630,11 +630,13 @@ def test_the_report_and_summary_name_the_family_and_its_options(
         "block_size": 4096,
         "max_states": 256,
         "writeback_bound": 6,
+        "atomic_write": 4096,
+        "drive_ignores_flush": False,
     }
     assert rep["models"][0]["options"]["reorder_bound"] is None
     assert "power-loss-reorder (family posix: block_size 4096" in " ".join(out.split())
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert "`btrfs (family btrfs: block_size 4096, max_states 256, writeback_bound 6)`" in md
+    assert "`btrfs (family btrfs: block_size 4096, max_states 256, writeback_bound 6, " in md
 
 
 def test_a_store_broken_only_by_a_512_byte_tear_has_hypothetical_findings(
