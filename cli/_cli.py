@@ -10,10 +10,11 @@ standard error (:func:`print_usage_error`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
@@ -264,6 +265,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _interrupted(err, exc)
 
 
+@contextlib.contextmanager
+def _no_library_caches() -> Iterator[None]:
+    """No command leaves hypothesis's ``.hypothesis/`` caches in the working
+    directory (:func:`~crashpoint.scenarios.engine.caches.hypothesis_keeps_no_files`);
+    imported only once a command runs, so ``--help`` stays free of hypothesis."""
+    from .scenarios.engine.caches import hypothesis_keeps_no_files
+
+    with hypothesis_keeps_no_files():
+        yield
+
+
 def _interrupted(err: Console, exc: KeyboardInterrupt) -> int:
     """Ctrl-C: one line, 130; SIGTERM (:class:`~crashpoint._options.Terminated`): one
     line, 143."""
@@ -281,17 +293,18 @@ def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, er
         command = f"crashpoint {args.command}" if args.command else command
         if extra:
             raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command)
-        if args.command == "verify":
-            from ._verify_cli import run_verify
-
-            return run_verify(args, console, err)
-        if args.command == "explain":
-            from ._explain_cli import run_explain
-
-            return run_explain(args, console, err)
-        if args.command != "explore":
+        if args.command not in ("explore", "verify", "explain"):
             raise UsageError("a command is required: explore, verify or explain", "crashpoint")
-        return _explore(args, console, err)
+        with _no_library_caches():
+            if args.command == "verify":
+                from ._verify_cli import run_verify
+
+                return run_verify(args, console, err)
+            if args.command == "explain":
+                from ._explain_cli import run_explain
+
+                return run_explain(args, console, err)
+            return _explore(args, console, err)
     except UsageError as exc:
         print_usage_error(err, exc.args[0], exc.args[1] if len(exc.args) > 1 else command)
         return EXIT_USAGE
@@ -548,9 +561,9 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         report["examined_nothing"] = True
     details: dict[str, object] | None = None
     if report["totals"]["violations"]:  # report.html's timelines and crash-state bytes
-        from .scenarios.jobs.details import explore_recorder, report_details
+        from .scenarios.jobs.details import report_details
 
-        details = dict(report_details(report, explore_recorder(target)))
+        details = dict(report_details(report, results))
     paths = _write_reports(report, out, details)
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
     if args.require_exhaustive and not report["exhaustive"]:

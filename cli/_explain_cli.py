@@ -90,12 +90,25 @@ def run_explain(args: argparse.Namespace, console: Console, err: Console) -> int
 
     return run_guarded(
         "explain",
-        lambda: _run(args, console),
+        lambda: _caught(args, console, err),
         ExplainUsageError,
         out=args.out,
         target=args.target,
         err=err,
     )
+
+
+def _caught(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """:func:`_run` with what the target's threads raise kept for the report and said in
+    one line on stderr (as verify: :func:`~crashpoint._options.thread_exceptions`)."""
+    from ._options import thread_exceptions, thread_line
+
+    with thread_exceptions() as caught:
+        code = _run(args, console, caught)
+    line = thread_line(caught)
+    if line is not None:
+        err.print(line, markup=False, highlight=False, emoji=False)
+    return code
 
 
 def _prepare(path: str, evidence: str) -> str:
@@ -112,8 +125,8 @@ def _prepare(path: str, evidence: str) -> str:
     return path
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    from ._options import parse_models
+def _run(args: argparse.Namespace, console: Console, caught: list[dict[str, str]]) -> int:
+    from ._options import parse_models, thread_report
     from .scenarios.explain.evidence import EvidenceError, load_evidence
     from .scenarios.explain.search import emit_test, explain
     from .scenarios.targets.user import BadTarget, TargetTimeout
@@ -171,11 +184,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             raise ExplainUsageError(f"--session: {exc.message}") from None
         raise
     report = ex.as_dict()
+    report.update(thread_report(caught))
     if args.emit_test is not None:
         from .reports._publish import write_text
 
         try:
-            write_text(emit_test(ex), args.emit_test)
+            write_text(emit_test(ex, path=args.emit_test), args.emit_test)
         except OSError as exc:
             raise ExplainUsageError(f"cannot write --emit-test {args.emit_test!r}: {exc}") from None
         report["emitted_test"] = args.emit_test
@@ -187,13 +201,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         write_reports(paths, report, render_explain_markdown(report))  # together (issue 21)
     except OSError as exc:
         raise ExplainUsageError(f"cannot write the reports to {out!r}: {exc}") from None
-    from .reports._explain_md import explain_summary
+    from .reports._explain_md import explain_summary, terminal_safe
 
     def show() -> None:  # the reports are written: a closed stdout loses nothing
         console.print(explain_summary(report), markup=False, highlight=False, emoji=False)
-        console.print(f"reports: {', '.join(paths)}", markup=False, emoji=False)
+        console.print(terminal_safe(f"reports: {', '.join(paths)}"), markup=False, emoji=False)
         if args.emit_test is not None:
-            console.print(f"emitted test: {args.emit_test}", markup=False, emoji=False)
+            console.print(
+                terminal_safe(f"emitted test: {args.emit_test}"), markup=False, emoji=False
+            )
 
     print_to_stdout(show)
     return EXIT_AT_FAULT if ex.exit_code else EXIT_OK

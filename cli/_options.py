@@ -11,7 +11,6 @@ the caller reports as a usage error (exit 2; pytest's ``UsageError`` in the plug
 * :func:`usable_cores`, :func:`cap_jobs` — ``--jobs`` never above the usable cores;
 * :func:`glue_dash_values` — ``--shard -1/2`` reaches the option's own check;
 * :class:`ProgressLine` — one progress line every few seconds when stderr is no terminal;
-* :func:`hypothesis_scratch` — hypothesis's caches kept out of the working directory.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ __all__ = [
     "device_models",
     "discard_out",
     "glue_dash_values",
-    "hypothesis_scratch",
     "int_option",
     "parse_models",
     "parse_shard",
@@ -110,10 +108,10 @@ def run_guarded(
     ``out``, never a traceback: a ``usage_error`` or whatever else the target raised (its
     SystemExit, a TargetExit ...) is one line and a hint, exit 2, and the ``--out``
     directories this run created are removed; Ctrl-C goes on up. Nothing is written
-    outside ``out`` (:func:`hypothesis_scratch`)."""
+    outside ``out`` (hypothesis keeps no caches while a command runs:
+    :func:`~crashpoint.scenarios.engine.caches.hypothesis_keeps_no_files`)."""
     try:
-        with hypothesis_scratch(out):
-            return run()
+        return run()
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
@@ -180,35 +178,6 @@ def int_option(what: str, low: int) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-@contextlib.contextmanager
-def hypothesis_scratch(out: str) -> Iterator[None]:
-    """Point hypothesis's storage (its unicode tables and constants caches, by default
-    ``./.hypothesis``) at ``<out>/.hypothesis``, removed on exit when this run made it, so a
-    command writes nothing outside ``--out`` (``out``, a directory path); a set
-    ``HYPOTHESIS_STORAGE_DIRECTORY`` is kept."""
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        yield
-        return
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    home = os.path.join(out, ".hypothesis")
-    made = not os.path.lexists(home)
-    set_hypothesis_home_dir(home)
-    try:
-        yield
-    finally:  # back to hypothesis's own choice (the environment, else ./.hypothesis)
-        set_hypothesis_home_dir(None)
-        if made:  # bottom-up by full path (an audit hook sees each path whole)
-            for root, dirs, files in os.walk(home, topdown=False):
-                with contextlib.suppress(OSError):
-                    for name in files:
-                        os.remove(os.path.join(root, name))
-                    for name in dirs:
-                        os.rmdir(os.path.join(root, name))
-            with contextlib.suppress(OSError):
-                os.rmdir(home)
 
 
 def parse_models(spec: str) -> list[PersistenceModel]:
@@ -444,3 +413,60 @@ class KindChoices:
 
     def __len__(self) -> int:
         return len(self._names())
+
+
+THREAD_EXCEPTIONS_LISTED = 50
+"""Exceptions of the target's threads whose tracebacks a report keeps (all are counted)."""
+
+
+@contextlib.contextmanager
+def thread_exceptions() -> Iterator[list[dict[str, str]]]:
+    """Collect what the target's own threads raise while the block runs (a library's
+    background thread, 32 of them during one pickledb run), instead of the traceback
+    ``threading.excepthook`` prints to stderr for each: ``[{"thread", "type", "message",
+    "traceback"}]``, for the report (issue 22). The hook in place before is restored."""
+    import traceback
+
+    caught: list[dict[str, str]] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:  # as the default hook: a thread's exit is quiet
+            return
+        caught.append(
+            {
+                "thread": args.thread.name if args.thread is not None else "?",
+                "type": args.exc_type.__name__,
+                "message": " ".join(str(args.exc_value).split())[:300],
+                "traceback": "".join(
+                    traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback)
+                )[-4000:],
+            }
+        )
+
+    threading.excepthook = hook
+    try:
+        yield caught
+    finally:
+        threading.excepthook = previous
+
+
+def thread_report(caught: Sequence[dict[str, str]]) -> dict[str, object]:
+    """The report keys for ``caught`` (:func:`thread_exceptions`): ``thread_exception_count``
+    and ``thread_exceptions`` (at most :data:`THREAD_EXCEPTIONS_LISTED`)."""
+    return {
+        "thread_exception_count": len(caught),
+        "thread_exceptions": list(caught[:THREAD_EXCEPTIONS_LISTED]),
+    }
+
+
+def thread_line(caught: Sequence[dict[str, str]]) -> str | None:
+    """One line for stderr about ``caught``, or None when the threads raised nothing."""
+    if not caught:
+        return None
+    first = caught[0]
+    return (
+        f"crashpoint: the target's threads raised {len(caught)} exception(s) (first, in "
+        f"{first['thread']}: {first['type']}: {first['message'][:120]}); their tracebacks are "
+        "in report.json (thread_exceptions)"
+    )

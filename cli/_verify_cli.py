@@ -214,7 +214,7 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
 
     return run_guarded(
         "verify",
-        lambda: _run(args, console),
+        lambda: _run(args, console, err),
         VerifyUsageError,
         out=args.out,
         target=args.target,
@@ -222,8 +222,19 @@ def run_verify(args: argparse.Namespace, console: Console, err: Console) -> int:
     )
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    from ._options import device_models, parse_models
+def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """The command, with what the target's threads raise collected for the report and
+    said in one line on stderr (:func:`~crashpoint._options.thread_exceptions`)."""
+    from ._options import thread_exceptions
+
+    with thread_exceptions() as caught:
+        return _verify(args, console, err, caught)
+
+
+def _verify(
+    args: argparse.Namespace, console: Console, err: Console, caught: list[dict[str, str]]
+) -> int:
+    from ._options import device_models, parse_models, thread_line, thread_report
     from .faultfs import canonical
     from .reports import build_verify_report
     from .scenarios.jobs.verify import verify
@@ -367,8 +378,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         os.path.join(out, "report.md"),
         os.path.join(out, "report.html"),
     )
+    _values_beside_load(report, result, args)
+    details = _html_details(report, result)
+    report.update(thread_report(caught))  # (the threads of the run and of its re-run)
     try:  # all three together (issue 21)
-        details = _html_details(report, factory, args, result.values)
         write_reports(paths, report, render_markdown(report), details)
     except OSError as exc:
         raise VerifyUsageError(f"cannot write the reports to {out!r}: {exc}") from None
@@ -424,6 +437,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             )
 
     print_to_stdout(show)
+    line = thread_line(caught)
+    if line is not None:  # after the summary: the last thing said
+        err.print(line, markup=False, highlight=False, emoji=False)
     if result.incomplete or result.failed_checks:
         return EXIT_VIOLATION
     if known is not None:
@@ -431,20 +447,23 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return EXIT_VIOLATION if result.counterexamples else EXIT_OK
 
 
-def _html_details(
-    report: dict[str, Any], factory: Any, args: argparse.Namespace, values: str
-) -> dict[str, Any] | None:
-    """Timelines and crash-state bytes for report.html (document targets, named
-    workloads); None when there is nothing to show or the run cannot be rebuilt."""
-    if not report["totals"]["violations"] or args.kind != "document" or values == "custom":
+def _html_details(report: dict[str, Any], result: Any) -> dict[str, Any] | None:
+    """Timelines and crash-state bytes for report.html, from the traces the engine kept
+    with the counterexamples; None when there is nothing to show."""
+    if not report["totals"]["violations"]:
         return None
-    from .scenarios.jobs.details import document_recorder, report_details
-    from .scenarios.kinds.document.kind import DOC_BASE, DocumentKind
-    from .scenarios.targets.user import make_runner
+    from .scenarios.jobs.details import report_details
 
-    try:
-        with make_runner(factory, DOC_BASE, spec=args.target, seed=args.seed) as runner:
-            doc = DocumentKind(runner, args.target, values=values, seed=args.seed)
-            return report_details(report, document_recorder(doc))
-    except Exception:  # the page still renders, without timelines
-        return None
+    return report_details(report, result.results) or None
+
+
+def _values_beside_load(report: dict[str, Any], result: Any, args: argparse.Namespace) -> None:
+    """Add to ``report``'s violations of a document target the value each save was given
+    and what load returned (``saves``, ``load_value``:
+    :func:`~crashpoint.scenarios.jobs.details.document_values`), from the traces the
+    engine kept with the counterexamples."""
+    if not report["totals"]["violations"] or args.kind != "document":
+        return
+    from .scenarios.jobs.details import document_values
+
+    document_values(report, result.results)

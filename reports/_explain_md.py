@@ -7,10 +7,11 @@ nearest states when nothing matches, the invariant in SPEC.md's words, the verdi
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["explain_summary", "render_explain_markdown"]
+__all__ = ["explain_summary", "render_explain_markdown", "terminal_safe"]
 
 MATCHES_SHOWN = 5
 """Matches rendered in full (report.json lists every one)."""
@@ -59,7 +60,7 @@ def _match_lines(m: Mapping[str, Any]) -> list[str]:
 
 
 def render_explain_markdown(report: Mapping[str, Any]) -> str:
-    """The explain report as Markdown."""
+    """The explain report as Markdown (control characters escaped: :func:`terminal_safe`)."""
     ev = report["evidence"]
     _private = ", private bytes: matched by shape" if ev["private"] else ""
     out = [
@@ -71,7 +72,15 @@ def render_explain_markdown(report: Mapping[str, Any]) -> str:
         f"session `{report['session'] or '-'}`:",
         "",
     ]
-    out += [f"- `{f['name']}`: {f['class']}, {f['size']} bytes" for f in ev["files"]]
+    out += [
+        f"- `{f['name']}`: {f['class']}, {f['size']} bytes"
+        + (
+            " (a bystander: the target never writes it; left out of the match)"
+            if f.get("bystander")
+            else ""
+        )
+        for f in ev["files"]
+    ]
     out += ["", "## What the target makes of it", "", *_load_lines(report), ""]
     out += ["## How it could happen", ""]
     s = report["searched"]
@@ -109,13 +118,29 @@ def render_explain_markdown(report: Mapping[str, Any]) -> str:
         out.append("")
     if report.get("emitted_test"):
         out += [f"Emitted test: `{report['emitted_test']}`", ""]
-    return "\n".join(out) + "\n"
+    return terminal_safe("\n".join(out) + "\n")  # (a `cat report.md` shows no raw escape)
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but the newline written as an escape
+    (``\\x1b``): a file name in the evidence never drives the terminal."""
+    return "".join(
+        c
+        if c == "\n" or not unicodedata.category(c).startswith("C")
+        else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
 
 
 def explain_summary(report: Mapping[str, Any]) -> str:
-    """A few lines for the terminal."""
+    """A few lines for the terminal (control characters escaped: :func:`terminal_safe`)."""
     lines = [f"explain {report['evidence']['source']} with {report['target']}: {report['verdict']}"]
     lines.append(f"  load: {report['load']['returned'][:160]}")
+    if report["evidence"].get("bystanders"):
+        lines.append(
+            "  bystanders (the target never writes them; left out of the match): "
+            + ", ".join(report["evidence"]["bystanders"])
+        )
     for f in report["read_findings"]:
         lines.append(f"  {f['invariant']} (read path): {f['got'][:160]}")
     first = report["first_match"]
@@ -131,4 +156,4 @@ def explain_summary(report: Mapping[str, Any]) -> str:
         lines.append(f"  not reachable by any explored state; {report['likelier']}")
     for w in report["invariants"]:
         lines.append(f"  {w['id']} ({w['spec']}): {w['meaning']}")
-    return "\n".join(lines)
+    return terminal_safe("\n".join(lines))

@@ -90,41 +90,62 @@ def _hypothetical(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _cases_from_violations(
     report: Mapping[str, Any], details: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
+    """One card per crash state (scenario, model, fault, crash point, state digest),
+    listing every invariant that state breaks, most severe first (issue 22: never one card
+    per invariant of one state)."""
     cases: list[dict[str, Any]] = []
+    by_state: dict[tuple[Any, ...], dict[str, Any]] = {}
     for s in report.get("scenarios", []):
         for v in s["violations"]:
-            if len(cases) >= CASES_SHOWN:
-                return cases
             cp = v["crash_point"]
+            state = (s["name"], v["model"], v.get("fault"), cp["index"], v["state_digest"])
+            finding = {
+                "invariant": v["invariant"],
+                "title": v["title"],
+                "severity": v["severity"],
+                "meaning": v["why"],
+                "subject": v.get("session_id", ""),
+                "got": v["load_returned"],
+                "expected": v["expected"],
+            }
+            if state in by_state:
+                by_state[state]["findings"].append(finding)
+                continue
+            if len(cases) >= CASES_SHOWN:
+                continue
             detail = details.get(detail_key(s["name"], v["model"], cp["index"], v["state_digest"]))
             views = {f["name"]: f for f in (detail or {}).get("files", [])}
             files = [
                 {"name": n, "what": w, "view": views.get(n) or _by_base(views, n)}
                 for n, w in v["crash_state"].items()
             ]
-            cases.append(
-                {
-                    "id": f"case-{len(cases) + 1}",
-                    "invariant": v["invariant"],
-                    "title": v["title"],
-                    "severity": v["severity"],
-                    "meaning": v["why"],
-                    "model": v["model"],
-                    "workload": v["scenario"],
-                    "fault": v.get("fault"),
-                    "crash_point": cp["index"],
-                    "where": cp.get("where")
-                    or f"after {cp['last_done']}, before {cp['operation']}",
-                    "subject": v.get("session_id", ""),
-                    "files": files,
-                    "timeline": (detail or {}).get("timeline"),
-                    "got": v["load_returned"],
-                    "expected": v["expected"],
-                    "replay": v["replay"],
-                    "cause": "",
-                    "broken": v.get("broken", [v["invariant"]]),
-                }
-            )
+            case = {
+                "id": f"case-{len(cases) + 1}",
+                "invariant": ", ".join(dict.fromkeys([v["invariant"], *v.get("broken", [])])),
+                "first": v["invariant"],
+                "title": v["title"],
+                "severity": v["severity"],
+                "meaning": v["why"],
+                "model": v["model"],
+                "workload": v["scenario"],
+                "fault": v.get("fault"),
+                "crash_point": cp["index"],
+                "where": cp.get("where") or f"after {cp['last_done']}, before {cp['operation']}",
+                "subject": v.get("session_id", ""),
+                "files": files,
+                "timeline": (detail or {}).get("timeline"),
+                "got": v["load_returned"],
+                "expected": v["expected"],
+                "replay": v["replay"],
+                "cause": "",
+                # every invariant the state breaks, listed here or not (report.json's "broken")
+                "broken": list(dict.fromkeys([v["invariant"], *v.get("broken", [])])),
+                "findings": [finding],
+                "saves": v.get("saves") or [],
+                "load_value": v.get("load_value"),
+            }
+            by_state[state] = case
+            cases.append(case)
     return cases
 
 

@@ -30,12 +30,13 @@ def _violation_md(v: Mapping[str, Any]) -> list[str]:
     if len(v.get("broken", ())) > 1:
         lines.append(f"- this crash state breaks: {', '.join(v['broken'])}")
     got = "found" if v["invariant"] in ("S1", "S2") else "load returned"
-    lines += [
-        f"- {got}: {v['load_returned']}",
-        f"- expected: {v['expected']}",
-        f"- replay: `{v['replay']}`",
-        "",
-    ]
+    lines += [f"- {got}: {v['load_returned']}", f"- expected: {v['expected']}"]
+    if v.get("saves"):
+        lines.append("- values given to save(), and what load returned after the crash:")
+        lines += [f"  - `{s['call']}` ({s['status']}): `{s['value']}`" for s in v["saves"]]
+        if "load_value" in v:
+            lines.append(f"  - load(): `{v['load_value']}`")
+    lines += [f"- replay: `{v['replay']}`", ""]
     return lines
 
 
@@ -65,6 +66,15 @@ def _verify_md(report: Mapping[str, Any]) -> list[str]:
             f"holding leftover files: {report.get('leftover_states', 0)}"
         )
     out += [f"- shrunk: {a} → `{b}`" for a, b in report.get("shrunk", {}).items()]
+    if report.get("thread_exception_count"):
+        out.append(
+            f"- the target's threads raised {report['thread_exception_count']} exception(s) "
+            "(not findings; tracebacks in report.json `thread_exceptions`):"
+        )
+        out += [
+            f"  - `{t['thread']}`: {t['type']}: {t['message'][:160]}"
+            for t in report.get("thread_exceptions", [])[:5]
+        ]
     if "baseline" in report:
         new = report["baseline"]["new"]
         out.append(

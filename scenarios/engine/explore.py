@@ -26,6 +26,7 @@ from ...faultfs import (
     Fault,
     FaultKind,
     Op,
+    OpKind,
     PersistenceModel,
     crash_points,
     device_default,
@@ -38,6 +39,7 @@ __all__ = [
     "RUN_DONE",
     "SEVERITIES",
     "Counterexample",
+    "CrashTrace",
     "EngineResult",
     "FileDigests",
     "Finding",
@@ -168,6 +170,10 @@ class Run:
         subjects: how many subjects (sessions ...) the run's loads judge, when the
             kind counts them; 0 means nothing about the target was verified.
         data: kind-specific facts about the run.
+        marks: the trace's marks (``OpKind.MARK``, ``index`` = operations done), for
+            a counterexample's timeline; empty: one ``begin:`` mark per step.
+        base: the directory the target was given (file names in a detail are shown
+            relative to it); ``""``: paths as they are.
     """
 
     initial: CrashState
@@ -178,6 +184,31 @@ class Run:
     escapes: list[str] = field(default_factory=list)
     subjects: int | None = None
     data: Any = None
+    marks: list[Op] = field(default_factory=list)
+    base: str = ""
+
+    def timeline_marks(self) -> list[Op]:
+        """:attr:`marks`, or one ``begin:LABEL`` mark per step when the kind kept none."""
+        if self.marks:
+            return self.marks
+        return [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in self.steps]
+
+
+@dataclass(frozen=True, slots=True)
+class CrashTrace:
+    """What a counterexample was found in, kept by the engine so report.html can show
+    its operation timeline and files byte for byte without recording the run again
+    (issue 19): the run's initial disk, operations, marks and steps (shared with every
+    other counterexample of the run, never copied), its base directory, the crash state
+    and what the kind observed of it (None for a finding on the trace itself: S1, F1)."""
+
+    initial: CrashState
+    ops: Sequence[Op]
+    marks: Sequence[Op]
+    base: str
+    state: CrashState
+    steps: Sequence[Step] = ()
+    observation: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +259,8 @@ class Counterexample:
         crash_state: each file, rendered; ``state_digest``: the state's identity.
         expected, got: what had to hold, what load gave.
         replay: one command that replays it; ``fault``: ``AT:NAME`` or ``""``.
+        trace: the run and crash state it was found in (:class:`CrashTrace`), when the
+            engine found it; None for a finding made outside a run (an escape).
     """
 
     invariant: str
@@ -245,6 +278,7 @@ class Counterexample:
     got: str
     replay: str
     fault: str = ""
+    trace: CrashTrace | None = field(default=None, compare=False, repr=False)
 
     def where(self) -> str:
         """The crash point in words: between which operations the machine stopped, or
@@ -770,6 +804,7 @@ class _Judge(Generic[W, Obs]):
         digest_of = self.digests.state
         observe, judge = kind.observe, kind.judge
         by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
+        marks = run.timeline_marks()
 
         for k, finding in kind.trace_findings(run):
             invariant_info(finding.invariant)  # an unregistered id is a KeyError, no drop
@@ -809,7 +844,7 @@ class _Judge(Generic[W, Obs]):
                 real is not None and (k, digest) not in traced and digest not in real.get(k, ())
             )
             for state, finding in pairs:
-                c = self._counterexample(run, k, state, digest, finding, broken)
+                c = self._counterexample(run, k, state, digest, finding, broken, marks)
                 if invariant_info(finding.invariant).severity == "warning":
                     result.warnings.append(c)
                 elif hypothetical:
@@ -844,9 +879,17 @@ class _Judge(Generic[W, Obs]):
         return real
 
     def _counterexample(
-        self, run: Run, k: int, state: CrashState, digest: str, f: Finding, broken: tuple[str, ...]
+        self,
+        run: Run,
+        k: int,
+        state: CrashState,
+        digest: str,
+        f: Finding,
+        broken: tuple[str, ...],
+        marks: Sequence[Op],
     ) -> Counterexample:
         ops = run.ops
+        obs = self.cache.get(digest, _UNOBSERVED)
         subject = f.subject or self.kind.subject
         return Counterexample(
             f.invariant,
@@ -864,6 +907,15 @@ class _Judge(Generic[W, Obs]):
             f.got,
             self.kind.replay(self.workload, self.model, k, run.fault),
             fault_spec(run.fault) if run.fault is not None else "",
+            CrashTrace(
+                run.initial,
+                run.ops,
+                marks,
+                run.base,
+                state,
+                run.steps,
+                None if obs is _UNOBSERVED else obs,
+            ),
         )
 
 

@@ -22,20 +22,45 @@ bytes (a manifest) give ``complete`` or ``unreadable`` as the manifest says.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
+import io
 import json
+import lzma
 import os
 import posixpath
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["Evidence", "EvidenceError", "EvidenceFile", "load_evidence", "merged"]
 
 MAX_BYTES = 64 * 1024 * 1024
-"""Evidence larger than this many bytes in total is refused (a field report is small)."""
+"""Evidence larger than this many bytes in total is refused (a field report is small):
+a directory's files, an archive's members once decompressed, a manifest's declared sizes."""
+
+MAX_DEPTH = 64
+"""Directory levels below the evidence's root; a deeper name is refused."""
+
+STAND_IN_BYTES = 4096
+"""Private bytes (a manifest) are loaded as a stand-in of at most this many bytes of the
+declared shape (zero-filled or not parsing): the declared size is never materialised."""
+
+_DECODE_ERRORS = (
+    OSError,  # gzip.BadGzipFile (a CRC failure), bz2's invalid stream
+    EOFError,  # a truncated stream
+    zlib.error,  # corrupt deflate data
+    lzma.LZMAError,
+    ValueError,
+    NotImplementedError,  # a zip member compressed by a method Python lacks
+    RuntimeError,  # an encrypted zip member
+    tarfile.TarError,
+    zipfile.BadZipFile,
+)
 
 
 class EvidenceError(Exception):
@@ -127,7 +152,7 @@ def merged(data: bytes) -> bool:
         return False
     try:
         _, end = json.JSONDecoder().raw_decode(text.lstrip())
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     rest = text.lstrip()[end:]
     return bool(rest.strip()) and bool(rest.replace("\0", "").strip())  # zeros: torn, not merged
@@ -135,6 +160,34 @@ def merged(data: bytes) -> bool:
 
 def _file(name: str, data: bytes) -> EvidenceFile:
     return EvidenceFile(name, len(data), hashlib.sha256(data).hexdigest(), data)
+
+
+def _printable_name(name: str) -> str:
+    """A name as text: bytes that are not UTF-8 (``os.walk``'s and tarfile's surrogate
+    escapes) become ``\\xNN``, so the name can be written to a report."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+def _check_depth(source: str, files: Mapping[str, EvidenceFile]) -> None:
+    """Refuse a file whose JSON nests deeper than Python's parser can read (it would
+    raise RecursionError in every load, the reference's included): the evidence's
+    doing, not the target's."""
+    for f in files.values():
+        if f.data is None or f.data.lstrip()[:1] not in (b"[", b"{"):
+            continue
+        try:
+            json.loads(f.data.decode("utf-8", "replace"))
+        except RecursionError:
+            raise EvidenceError(
+                f"evidence {source!r}: {f.name!r} nests JSON deeper than a parser reads "
+                "(recursion limit): refused"
+            ) from None
+        except ValueError:
+            continue
 
 
 def load_evidence(path: str) -> Evidence:
@@ -163,39 +216,61 @@ def load_evidence(path: str) -> Evidence:
             )
     if not ev.files:
         raise EvidenceError(f"evidence {path!r} holds no file")
+    _check_depth(path, ev.files)
     ev.files = dict(sorted(ev.files.items()))
     return ev
+
+
+def _walk(root: str) -> list[tuple[str, str]]:
+    """Every entry under ``root`` that is not a directory (links to directories too), as
+    ``(relative name, full path)``, sorted, without recursion (an evidence of 1,200 levels
+    never reaches Python's recursion limit); deeper than MAX_DEPTH: EvidenceError."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            rel = os.path.relpath(folder, root)
+            raise EvidenceError(f"evidence {rel!r}: {exc.strerror or exc}") from None
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    raise EvidenceError(
+                        f"evidence {root!r} nests directories deeper than {MAX_DEPTH} levels"
+                    )
+                stack.append((entry.path, depth + 1))
+            else:
+                found.append((os.path.relpath(entry.path, root), entry.path))
+    return sorted(found)
 
 
 def _from_directory(root: str) -> Evidence:
     ev = Evidence(root, "directory")
     total = 0
     real_root = os.path.realpath(root)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for name in sorted(filenames) + [
-            d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
-        ]:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            st = os.lstat(full)
-            if stat.S_ISLNK(st.st_mode):
-                target = os.path.realpath(full)
-                if os.path.commonpath([real_root, target]) != real_root:
-                    raise EvidenceError(f"evidence {root!r}: {rel} is a link leaving the evidence")
-                ev.notes.append(f"{rel}: a link inside the evidence, skipped")
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                ev.notes.append(f"{rel}: not a regular file, skipped")
-                continue
-            total += st.st_size
-            if total > MAX_BYTES:
-                raise EvidenceError(f"evidence {root!r} is larger than {MAX_BYTES} bytes")
-            try:
-                with open(full, "rb") as f:
-                    ev.files[rel] = _file(rel, f.read())
-            except OSError as exc:
-                raise EvidenceError(f"evidence {rel!r}: {exc.strerror or exc}") from None
+    for relpath, full in _walk(root):
+        rel = _printable_name(relpath.replace(os.sep, "/"))
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            target = os.path.realpath(full)
+            if os.path.commonpath([real_root, target]) != real_root:
+                raise EvidenceError(f"evidence {root!r}: {rel!r} is a link leaving the evidence")
+            ev.notes.append(f"{rel}: a link inside the evidence, skipped")
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            ev.notes.append(f"{rel}: not a regular file, skipped")
+            continue
+        total += st.st_size
+        if total > MAX_BYTES:
+            raise EvidenceError(f"evidence {root!r} is larger than {MAX_BYTES} bytes")
+        try:
+            with open(full, "rb") as f:
+                ev.files[rel] = _file(rel, f.read())
+        except OSError as exc:
+            raise EvidenceError(f"evidence {rel!r}: {exc.strerror or exc}") from None
     return ev
 
 
@@ -206,7 +281,26 @@ def _safe_name(archive: str, name: str, what: str = "archive") -> str:
     parts = name.replace("\\", "/").split("/")
     if ".." in parts:
         raise EvidenceError(f"{what} {archive!r}: member {name!r} leaves the evidence (..)")
-    return posixpath.normpath("/".join(p for p in parts if p not in ("", ".")))
+    kept = [p for p in parts if p not in ("", ".")]
+    if len(kept) > MAX_DEPTH + 1:
+        raise EvidenceError(
+            f"{what} {archive!r}: member {name[:80]!r}... nests deeper than {MAX_DEPTH} levels"
+        )
+    return _printable_name(posixpath.normpath("/".join(kept)))
+
+
+def _decompressed(path: str) -> bytes:
+    """The tar stream of ``path``: read whole and, if compressed (gzip, bzip2, xz, told by
+    their magic bytes), decompressed to its end, so a CRC failure is found before any
+    member is used; more than MAX_BYTES plus the tar headers' room: EvidenceError."""
+    limit = MAX_BYTES + MAX_BYTES // 8  # members, plus headers and padding
+    with open(path, "rb") as raw:
+        magic = raw.read(6)
+        raw.seek(0)
+        data = _read_stream(raw, magic, limit + 1)
+    if len(data) > limit:
+        raise EvidenceError(f"archive {path!r} is larger than {MAX_BYTES} bytes decompressed")
+    return data
 
 
 def _strip_top(files: Mapping[str, bytes]) -> dict[str, bytes]:
@@ -222,7 +316,7 @@ def _from_tar(path: str) -> Evidence:
     found: dict[str, bytes] = {}
     total = 0
     try:
-        with tarfile.open(path, "r:*") as tar:
+        with tarfile.open(fileobj=io.BytesIO(_decompressed(path)), mode="r:") as tar:
             members = tar.getmembers()
             names = {_safe_name(path, m.name) for m in members}
             for m in members:
@@ -249,12 +343,16 @@ def _from_tar(path: str) -> Evidence:
                 total += m.size
                 if total > MAX_BYTES:
                     raise EvidenceError(f"archive {path!r} is larger than {MAX_BYTES} bytes")
+                if name in found:
+                    raise EvidenceError(f"archive {path!r}: member {m.name!r} appears twice")
                 handle = tar.extractfile(m)
                 found[name] = handle.read() if handle is not None else b""
+                if len(found[name]) != m.size:
+                    raise EvidenceError(f"archive {path!r}: member {m.name!r} is truncated")
     except EvidenceError:
         raise
-    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
-        raise EvidenceError(f"archive {path!r} cannot be read: {exc}") from None
+    except _DECODE_ERRORS as exc:
+        raise EvidenceError(f"archive {path!r} cannot be read: {_reason(exc)}") from None
     for name, data in _strip_top(found).items():
         ev.files[name] = _file(name, data)
     return ev
@@ -278,14 +376,37 @@ def _from_zip(path: str) -> Evidence:
                 total += info.file_size
                 if total > MAX_BYTES:
                     raise EvidenceError(f"archive {path!r} is larger than {MAX_BYTES} bytes")
-                found[name] = zf.read(info)
+                if name in found:
+                    raise EvidenceError(f"archive {path!r}: member {info.filename!r} appears twice")
+                found[name] = zf.read(info)  # (checks the CRC: BadZipFile)
     except EvidenceError:
         raise
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:
-        raise EvidenceError(f"archive {path!r} cannot be read: {exc}") from None
+    except _DECODE_ERRORS as exc:
+        raise EvidenceError(f"archive {path!r} cannot be read: {_reason(exc)}") from None
     for name, data in _strip_top(found).items():
         ev.files[name] = _file(name, data)
     return ev
+
+
+def _read_stream(raw: io.BufferedReader, magic: bytes, n: int) -> bytes:
+    """Up to ``n`` bytes of ``raw``, decompressed as its magic bytes say."""
+    if magic.startswith(b"\x1f\x8b"):
+        with gzip.GzipFile(fileobj=raw) as gz:
+            return gz.read(n)
+    if magic.startswith(b"BZh"):
+        with bz2.BZ2File(raw) as bz:
+            return bz.read(n)
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        with lzma.LZMAFile(raw) as xz:
+            return xz.read(n)
+    return raw.read(n)
+
+
+def _reason(exc: BaseException) -> str:
+    """An archive error in one line: its class (``BadGzipFile``, ``error`` of zlib ...)
+    when its message is empty."""
+    text = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _yes_no(value: object, where: str) -> bool | None:
@@ -305,6 +426,8 @@ def _from_manifest(path: str) -> Evidence:
         doc = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise EvidenceError(f"manifest {path!r} does not parse: {exc}") from None
+    except RecursionError:
+        raise EvidenceError(f"manifest {path!r} nests deeper than a parser reads") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
         raise EvidenceError(f"manifest {path!r}: expected an object with a list 'files'")
     ev = Evidence(path, "manifest")
@@ -312,6 +435,7 @@ def _from_manifest(path: str) -> Evidence:
     if session is not None and not isinstance(session, str):
         raise EvidenceError(f"manifest {path!r}: 'session' must be a string")
     ev.session = session
+    total = 0
     for i, entry in enumerate(doc["files"]):
         where = f"manifest {path!r} file {i}"
         if not isinstance(entry, dict):
@@ -328,6 +452,13 @@ def _from_manifest(path: str) -> Evidence:
             raise EvidenceError(f"{where}: 'size' must be a non-negative integer")
         if empty is not None and empty != (size == 0):
             raise EvidenceError(f"{where}: 'empty' contradicts 'size' {size}")
+        total += size
+        if total > MAX_BYTES:
+            raise EvidenceError(
+                f"manifest {path!r} declares more than {MAX_BYTES} bytes (file {i}: {size})"
+            )
+        if name in ev.files:
+            raise EvidenceError(f"{where}: {name!r} is listed twice")
         digest = entry.get("sha256", "")
         if not isinstance(digest, str):
             raise EvidenceError(f"{where}: 'sha256' must be a hex string")

@@ -27,10 +27,13 @@ from __future__ import annotations
 import abc
 import base64
 import contextlib
+import importlib.util
 import itertools
 import json
+import os
 import posixpath
 import random
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +69,7 @@ from ..kinds.document.kind import (
 )
 from ..kinds.registry import KindEntry, get_kind
 from ..targets.user import BadTarget, load_factory, make_runner, target_mode
-from .evidence import Evidence, EvidenceFile, _file, merged
+from .evidence import STAND_IN_BYTES, Evidence, EvidenceFile, _file, merged
 
 __all__ = [
     "GENERATED_BOUND",
@@ -121,6 +124,18 @@ REMEDY = {
     "A5": "load reads only the document's own file, never a temporary left by a crash "
     "(SPEC.md §10 A5)",
 }
+
+PROCESS_CRASH_REMEDY = {
+    "A1": "write the new value to a temporary file and rename it over the document: a crash "
+    "then leaves one whole generation (an fsync does not help against a process crash; "
+    "against a power loss also fsync the file before the rename and the directory after) "
+    "(SPEC.md §10 A1)",
+    "A2": "publish a save by renaming a complete temporary file over the document, never by "
+    "rewriting it in place: a crash mid-save then leaves the last acknowledged generation "
+    "(against a power loss, also fsync before the rename and the directory after) "
+    "(SPEC.md §10 A2)",
+}
+"""What a correct storage does when a process crash is enough to reach the evidence."""
 
 
 # --- structure ---------------------------------------------------------------------------
@@ -231,6 +246,9 @@ class Explanation:
     target_spec: str = ""
     user_workload: bool = False
     workloads_spec: dict[str, Any] = field(default_factory=dict)
+    bystanders: list[str] = field(default_factory=list)
+    """Evidence files the target never writes (by name, learnt from its runs): shown,
+    loaded with the rest, left out of the match."""
 
     @property
     def write_path_at_fault(self) -> list[Match]:
@@ -285,7 +303,13 @@ class Explanation:
                 + [i for m in self.matches for i in self.counted(m)]
             )
         )
-        return [_words(i, self.target) for i in ids]
+        words = [_words(i, self.target) for i in ids]
+        first = self.write_path_at_fault[:1]
+        if first and (first[0].model == PROCESS_CRASH.name or first[0].simple):
+            for w in words:  # a process crash is enough: an fsync is not the fix
+                if w["id"] in PROCESS_CRASH_REMEDY:
+                    w["correct"] = PROCESS_CRASH_REMEDY[w["id"]]
+        return words
 
     def as_dict(self) -> dict[str, Any]:
         ev = self.evidence
@@ -307,11 +331,13 @@ class Explanation:
                         "size": f.size,
                         "sha256": f.sha256,
                         "class": self.signature.get(f.name, "?"),
+                        "bystander": f.name in self.bystanders,
                         **({"view": file_view(f.data)} if f.data is not None else {}),
                     }
                     for f in ev.files.values()
                 ],
                 "notes": list(ev.notes),
+                "bystanders": list(self.bystanders),
             },
             "load": self.load,
             "read_findings": self.read_findings,
@@ -430,7 +456,7 @@ def file_view(
         if a == b:
             continue
         marked = [r[2] for r in regions if r[0] <= a and b <= r[1]]
-        text = shown[a:b].decode("utf-8", errors="replace").replace("\0", "\u2400")
+        text = _summarised(shown[a:b])
         segments.append({"text": text, "mark": marked[0] if marked else ""})
     return {
         "size": len(data),
@@ -442,11 +468,86 @@ def file_view(
     }
 
 
+_OPAQUE = re.compile(rb"[\x00-\x1f\x7f-\xff]{16,}")
+"""A run of 16 or more bytes that are not printable ASCII (NULs, control bytes, high
+bytes): binary unless it is UTF-8 text."""
+
+_PICTURES = {c: chr(0x2400 + c) for c in range(32) if c not in (9, 10, 13)} | {127: "\u2421"}
+"""A control character shown as its Unicode control picture (``\0`` as ``␀``)."""
+
+
+def _texty(run: bytes) -> bool:
+    """Whether ``run`` is UTF-8 text: it decodes, and at most a quarter of it is control
+    characters other than tab and line ends."""
+    try:
+        text = run.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    controls = sum(1 for c in text if ord(c) in _PICTURES)
+    return controls * 4 <= len(text)
+
+
+def _summarised(data: bytes) -> str:
+    """``data`` as text for a page: a run of 16 or more zero bytes is written
+    ``⟨4096 zero bytes⟩`` and one of other bytes that are not text (not UTF-8, or control
+    bytes) ``⟨N binary bytes⟩``, never a wall of glyphs; a control character elsewhere is
+    its control picture (``␀``)."""
+    out: list[str] = []
+    at = 0
+    for m in _OPAQUE.finditer(data):
+        run = m.group()
+        if run.strip(b"\0") and _texty(run):
+            continue  # UTF-8 text (accented, CJK, line ends ...): shown as it is
+        out.append(data[at : m.start()].decode("utf-8", errors="replace"))
+        what = "zero" if not run.strip(b"\0") else "binary"
+        out.append(f"\u27e8{len(run)} {what} bytes\u27e9")
+        at = m.end()
+    out.append(data[at:].decode("utf-8", errors="replace"))
+    return "".join(out).translate(_PICTURES)
+
+
 def _prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
     for point in crash_points(PROCESS_CRASH, initial, ops[:k]):
         if point.index == k:
             return point.states[0]
     raise ValueError(k)
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    """The first offset where ``a`` and ``b`` differ (the shorter one's length if one is a
+    prefix of the other), compared a page at a time."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i : i + 4096] == b[i : i + 4096]:
+        i += 4096
+    return next((j for j in range(i, min(n, i + 4096)) if a[j] != b[j]), n)
+
+
+def _torn_write(writes: Sequence[Op], got: bytes, wrote: bytes) -> Op:
+    """Of the writes not fsynced since (newest first), the one the state lost or tore:
+    the newest whose bytes cover the first offset where ``got`` differs from what the
+    program wrote (``wrote``); else the newest (never an older, smaller one the state
+    may hold whole)."""
+    first = _first_difference(got, wrote)
+    for w in writes:  # newest first
+        if w.offset <= first < w.offset + len(w.data):
+            return w
+    return writes[0]
+
+
+def _partly_written(ops: Sequence[Op], k: int, path: str, data: bytes) -> Op | None:
+    """The program's next write that would complete ``path``, when the state holds the
+    program's own writes so far of a file it is still writing (``ops[k]`` writes on at
+    its end): a tear a process crash makes, which no fsync prevents."""
+    nxt = ops[k] if k < len(ops) else None
+    if (
+        nxt is not None
+        and nxt.kind is OpKind.WRITE
+        and nxt.path == path
+        and nxt.offset == len(data)
+    ):
+        return nxt
+    return None
 
 
 def _cause(
@@ -462,7 +563,26 @@ def _cause(
         got, wrote = state.file(path), prefix.file(path)
         if got == wrote:
             continue
-        if got is not None and wrote is not None:
+        flying = ops[k] if k < len(ops) else None
+        if (
+            got is not None
+            and flying is not None
+            and flying.kind is OpKind.WRITE
+            and flying.path == path
+            and len(got) > flying.offset
+            and flying.data.startswith(got[flying.offset :])
+            and (wrote or b"")[: flying.offset] == got[: flying.offset]
+        ):
+            # Torn by the crash: part of the write in flight reached the file.
+            reasons.append(
+                f"{posixpath.basename(path)} is torn: operation {flying.index} "
+                f"{flying.render()} was in flight; {len(got) - flying.offset} of its "
+                f"{len(flying.data)} bytes reached the file (one write(2) is not atomic). An "
+                "fsync does not help against this tear: write a temporary file and rename it "
+                "over the file"
+            )
+            lost.add(flying.index)
+        elif got is not None and wrote is not None:
             # Data lost or torn: the last write to this file's inode not fsynced since.
             chain = {path}
             pending: list[Op] = []
@@ -480,7 +600,7 @@ def _cause(
             lost |= {o.index for o in writes}
             what = "empty" if not got else ("zero-filled" if not got.strip(b"\0") else "torn")
             if writes:
-                w = writes[-1]
+                w = _torn_write(writes, got, wrote)
                 text = (
                     f"{posixpath.basename(path)} is {what}: operation {w.index} "
                     f"{w.render()} was never fsynced"
@@ -526,6 +646,14 @@ def _cause(
             f"stops after {last}, before {nxt} (a process crash is enough)"
         )
         for path, data in state.files:
+            rest = _partly_written(ops, k, path, data)
+            if data and rest is not None:
+                text += (
+                    f"; {posixpath.basename(path)} holds {len(data)} bytes of a save still being "
+                    f"written (operation {rest.index} {rest.render()} writes the rest): an fsync "
+                    "does not help against this tear; write a temporary file and rename it "
+                    "over the file"
+                )
             if data and merged(data):
                 later = next(
                     (o for o in ops[k:] if o.kind is OpKind.TRUNCATE and o.path == path), None
@@ -571,6 +699,21 @@ class _Search(abc.ABC):
             if role is not None:
                 out[role] = _byte_class(data, rel, self.parses)
         return out
+
+    def sizes(self, state: CrashState, session: str) -> dict[str, int]:
+        """Each file's size by the key :meth:`signature` gives it."""
+        out: dict[str, int] = {}
+        for path, data in state.files:
+            if path.startswith(self.base + "/"):
+                role = self.role(path[len(self.base) + 1 :], session)
+                if role is not None:
+                    out[role] = len(data)
+        return out
+
+    def loads(self, state: CrashState) -> bool | None:
+        """Whether the target's load read ``state`` without an error (once judged), or
+        None when this kind does not say."""
+        return None
 
 
 def _distance(a: dict[str, str], b: dict[str, str]) -> int:
@@ -839,14 +982,17 @@ def _user_workload_fn(spec: str) -> Any:
 
 
 def _bytes_for(f: EvidenceFile) -> bytes:
-    """The file's bytes, or for private bytes (a manifest) bytes of the same shape."""
+    """The file's bytes, or for private bytes (a manifest) a stand-in of the same shape,
+    at most :data:`~.evidence.STAND_IN_BYTES` long: a declared size is never
+    materialised (a 51-byte manifest may declare 200 MB)."""
     if f.data is not None:
         return f.data
     if f.size == 0:
         return b""
+    size = min(f.size, STAND_IN_BYTES)
     if f.zero_filled:
-        return bytes(f.size)
-    return b"\xff" * f.size  # private and non-zero: shape only (never parses)
+        return bytes(size)
+    return b"\xff" * size  # private and non-zero: shape only (never parses)
 
 
 # ---- documents ---------------------------------------------------------------------------
@@ -862,6 +1008,13 @@ class _FileSearch(_Search):
     def signature(self, state: CrashState, session: str) -> dict[str, str]:
         return {
             path[len(self.base) + 1 :]: _byte_class(data, path, self.parses)
+            for path, data in state.files
+            if path.startswith(self.base + "/")
+        }
+
+    def sizes(self, state: CrashState, session: str) -> dict[str, int]:
+        return {
+            path[len(self.base) + 1 :]: len(data)
             for path, data in state.files
             if path.startswith(self.base + "/")
         }
@@ -936,6 +1089,10 @@ class _DocSearch(_FileSearch):
                 }
             )
         return load, findings
+
+    def loads(self, state: CrashState) -> bool | None:
+        obs = self.doc.observed.get(state.digest())
+        return None if obs is None else obs.error is None
 
     def _final_names(self) -> set[str]:
         run = self.doc.record(self.doc.workload("first-save"), None)
@@ -1075,7 +1232,9 @@ def _session_of(ev: Evidence, given: str | None) -> str:
     if ev.session:
         return str(safe_session_file_name(ev.session))
     stems = [s[0] for f in ev.files.values() if (s := _stem_role(f.name)) is not None]
-    return max(set(stems), key=stems.count) if stems else "s1"
+    # the stem most files share; a tie goes to the first in sorted order (never to a
+    # set's iteration order, which PYTHONHASHSEED decides)
+    return min(sorted(set(stems)), key=lambda s: -stems.count(s)) if stems else "s1"
 
 
 def _rename_session(sig: dict[str, str]) -> dict[str, str]:
@@ -1170,16 +1329,8 @@ def _explain(
     bound: int,
 ) -> Explanation:
     stem = _session_of(ev, session) if kind == "state-storage" else ""
-    wanted = search.evidence_signature(ev, stem)
-    by_name: dict[str, str] = {}
-    for f in ev.files.values():
-        role = _stem_role(f.name) if kind == "state-storage" else None
-        if role is not None and role[0] == stem and "/" not in f.name:
-            by_name[f.name] = wanted.get(role[1], "?")
-        else:
-            by_name[f.name] = wanted.get(f.name, wanted.get("other:" + f.name, "?"))
     load, findings = search.load(ev, stem or "s1")
-    out = Explanation(name, kind, ev, stem, by_name, load, findings)
+    out = Explanation(name, kind, ev, stem, {}, load, findings)
     if kind == "state-storage":
         # The session id as the files say it (for load): the stem is the file name.
         for f in ev.files.values():
@@ -1190,15 +1341,51 @@ def _explain(
             load2, findings2 = search.load(ev, out.session)
             out.load, out.read_findings = load2, findings2
     workloads = search.workloads(workload, seed, bound)
-    nearest: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
-    states_seen = 0
-    session_role = "s1"
+    ran: list[tuple[Any, bool, CrashState, list[Op], list[Op]]] = []
     for w, generated in workloads:
         try:
             initial, ops, marks = search.runs(w)
         except Exception as exc:  # a workload the target cannot run: said, not hidden
             out.searched.setdefault("skipped", []).append(f"{w.name}: {type(exc).__name__}")
             continue
+        ran.append((w, generated, initial, ops, list(marks)))
+    learnt = _learnt_names(search.base, [(r[2], r[3]) for r in ran])
+    out.bystanders = [n for n in ev.files if not _is_own(n, learnt)]
+    if len(out.bystanders) == len(ev.files):  # nothing the target writes: all kept
+        out.bystanders = []
+    wanted = {
+        r: c
+        for r, c in search.evidence_signature(ev, stem).items()
+        if r.removeprefix("other:") not in out.bystanders
+    }
+    by_name: dict[str, str] = {}
+    for f in ev.files.values():
+        role = _stem_role(f.name) if kind == "state-storage" else None
+        if f.name in out.bystanders:
+            by_name[f.name] = f.klass(search.parses)
+        elif role is not None and role[0] == stem and "/" not in f.name:
+            by_name[f.name] = wanted.get(role[1], "?")
+        else:
+            by_name[f.name] = wanted.get(f.name, wanted.get("other:" + f.name, "?"))
+    out.signature = by_name
+    if kind == "document" and out.load.get("error") is None:
+        read = set(out.load.get("reads", []))
+        for f in ev.files.values():  # the target's load reads it: not "unreadable"
+            if by_name[f.name] == "unreadable" and f.name.rsplit("/", 1)[-1] in read:
+                by_name[f.name] = "loadable"
+    # A torn file matches a torn file of its size only (a 140-byte tear is not a
+    # 4,096-byte one): the size is part of its structure.
+    wanted_sizes = {
+        key: ev.files[name].size
+        for name in ev.files
+        if name not in out.bystanders
+        for key in [_evidence_key(kind, name, stem)]
+        if wanted.get(key) == "unreadable"
+    }
+    nearest: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+    states_seen = 0
+    session_role = "s1"
+    for w, generated, initial, ops, marks in ran:
         for model in models:
             found: Match | None = None
             judged = 0
@@ -1208,7 +1395,11 @@ def _explain(
                     sig = search.signature(state, session_role)
                     if ev.private:  # a manifest says parses: no, never which way
                         sig = {r: "unreadable" if c == "merged" else c for r, c in sig.items()}
-                    if sig == wanted and judged < _JUDGED_PER_RUN:
+                    if (
+                        sig == wanted
+                        and judged < _JUDGED_PER_RUN
+                        and _same_sizes(search.sizes(state, session_role), wanted_sizes)
+                    ):
                         judged += 1
                         m = _match(
                             search, w, generated, model, initial, ops, marks, point.index, state, ev
@@ -1236,8 +1427,14 @@ def _explain(
                     out.workloads_spec[w.name] = list(w.values)
     out.user_workload = workload is not None
     order = {m.name: i for i, m in enumerate(models)}
-    out.matches.sort(
-        key=lambda m: (not out.counted(m), m.generated, order.get(m.model, 9), m.crash_point)
+    out.matches.sort(  # (where nothing was lost, a process crash is enough: said first)
+        key=lambda m: (
+            not out.counted(m),
+            not m.simple,
+            m.generated,
+            order.get(m.model, 9),
+            m.crash_point,
+        )
     )
     out.searched = {
         **out.searched,
@@ -1254,12 +1451,77 @@ def _explain(
     if not out.matches:
         ranked = sorted(nearest.values(), key=lambda n: (n["distance"], n["crash_point"]))
         out.nearest = ranked[:3]
+        for n in out.nearest:  # the evidence's files as the report classes them
+            for d in n["diff"]:
+                if out.signature.get(d["file"]) == "loadable":
+                    d["evidence"] = "loadable"
         out.likelier = _likelier(wanted, out.nearest)
     if kind == "state-storage":
         out.target_spec = search.target.name  # type: ignore[union-attr]
     else:
         out.target_spec = name
     return out
+
+
+def _evidence_key(kind: str, name: str, stem: str) -> str:
+    """The key an evidence file has in the evidence's signature (a role of the session's
+    stem, ``other:NAME``, or for a file-named kind its name)."""
+    if kind != "state-storage":
+        return name
+    role = _stem_role(name)
+    if role is not None and role[0] == stem and "/" not in name:
+        return role[1]
+    return "other:" + name
+
+
+def _same_sizes(sizes: dict[str, int], wanted: dict[str, int]) -> bool:
+    return all(sizes.get(key) == size for key, size in wanted.items())
+
+
+@dataclass(frozen=True, slots=True)
+class _Learnt:
+    """The file names a target's runs write (relative to its base directory)."""
+
+    names: frozenset[str]
+    shapes: frozenset[tuple[str, str]]  # (folder, extension) of each name with one
+    temporaries: frozenset[tuple[str, int, str]]  # (folder, length, first 3) of the rest
+
+
+def _learnt_names(base: str, runs: Sequence[tuple[CrashState, Sequence[Op]]]) -> _Learnt:
+    """What the target writes: every path under ``base`` a mutating operation of its
+    runs names (source and destination), and the files of their initial disks."""
+    names: set[str] = set()
+    for initial, ops in runs:
+        paths = [p for p, _ in initial.files]
+        for op in ops:
+            if op.kind.mutating:
+                paths += [p for p in (op.path, op.dst) if p]
+        names |= {p[len(base) + 1 :] for p in paths if p.startswith(base + "/")}
+    shapes: set[tuple[str, str]] = set()
+    temporaries: set[tuple[str, int, str]] = set()
+    for n in names:
+        folder, leaf = posixpath.split(n)
+        ext = posixpath.splitext(leaf)[1]
+        if ext:
+            shapes.add((folder, ext))
+        else:
+            temporaries.add((folder, len(leaf), leaf[:3]))
+    return _Learnt(frozenset(names), frozenset(shapes), frozenset(temporaries))
+
+
+def _is_own(name: str, learnt: _Learnt) -> bool:
+    """Whether evidence file ``name`` is one the target could have written: a name its
+    runs wrote, or one of the same folder and extension (another key, another
+    session), or without an extension one of a written name's folder, length and first
+    three characters (``tempfile``'s ``tmpXXXXXXXX``). Else a bystander (a ``.DS_Store``,
+    an ``app.log``), left out of the match (issue 22)."""
+    if name in learnt.names:
+        return True
+    folder, leaf = posixpath.split(name)
+    ext = posixpath.splitext(leaf)[1]
+    if ext:
+        return (folder, ext) in learnt.shapes
+    return (folder, len(leaf), leaf[:3]) in learnt.temporaries
 
 
 def _better(m: Match, than: Match) -> bool:
@@ -1274,7 +1536,11 @@ def _likelier(wanted: dict[str, str], nearest: Sequence[dict[str, Any]]) -> str:
     if not nearest:
         return "no crash state was examined"
     diffs = [d for d in nearest[0]["diff"] if d["evidence"] != d["state"]]
-    odd = [d for d in diffs if d["evidence"] in ("empty", "zero-filled", "unreadable", "merged")]
+    odd = [
+        d
+        for d in diffs
+        if d["evidence"] in ("empty", "zero-filled", "unreadable", "merged", "loadable")
+    ]
     if odd:
         d = odd[0]
         return (
@@ -1319,6 +1585,10 @@ def _match(
             what = "torn" if wrote is not None and wrote != data else "unreadable"
             if wrote is not None and len(data) % model.block_size == 0 and wrote != data:
                 what = "torn at a block boundary"
+            elif what == "unreadable" and _partly_written(ops, k, path, data) is not None:
+                what = "partly written (the program's writes so far)"
+            elif what == "unreadable" and search.loads(state):
+                what = "loadable by the target (not JSON)"
         files[rel] = what + f", {len(data)} bytes"
     view = timeline(model, ops, k, search.base, marks)
     view["files"] = [
@@ -1409,11 +1679,69 @@ def load_evidence_files(
 # --- emitted tests ------------------------------------------------------------------------
 
 
-def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
+def _target_lines(spec: str, path: str | None) -> list[str]:
+    """The emitted file's ``EXPLAINED`` (the explained target) and ``TARGET``: a
+    ``path/file.py:factory`` target is written relative to the emitted file's own
+    directory (``path``; None: absolute), resolved from ``__file__`` when the test runs;
+    a ``module:factory`` found under the current directory puts that directory (again
+    relative to the test file) on ``sys.path``; a built-in name is written as is. So the
+    test runs from any directory (issue 22)."""
+    module_part, sep, attr = spec.rpartition(":")
+    builtin = spec in ("reference", "seed") or spec.startswith("mutant:") or not sep
+    here = os.path.dirname(os.path.abspath(path)) if path is not None else None
+
+    def relative(where: str) -> str:  # (to the test file when both share a folder but /)
+        if here is None or os.path.commonpath([here, where]) == os.path.sep:
+            return where
+        return os.path.relpath(where, here)
+
+    lines = ["HERE = os.path.dirname(os.path.abspath(__file__))"]
+    if builtin:
+        lines.append(f"EXPLAINED = {spec!r}")
+    elif module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
+        rel = relative(os.path.abspath(module_part))
+        lines.append(f"EXPLAINED = os.path.normpath(os.path.join(HERE, {rel!r})) + {':' + attr!r}")
+    else:
+        lines.append(f"EXPLAINED = {spec!r}")
+        root = _import_root(module_part)
+        if root is not None:
+            rel = relative(root)
+            lines += [
+                f"ROOT = os.path.normpath(os.path.join(HERE, {rel!r}))  # where {module_part} is",
+                "if ROOT not in sys.path:",
+                "    sys.path.insert(0, ROOT)",
+            ]
+    lines.append(
+        "TARGET = os.environ.get('CRASHPOINT_TARGET', EXPLAINED)  # a fixed target: set it"
+    )
+    return lines
+
+
+def _import_root(module: str) -> str | None:
+    """The directory ``module`` imports from when it is under the current directory (a
+    user's package, not an installed one), else None."""
+    try:
+        found = importlib.util.find_spec(module.split(".", 1)[0])
+    except (ImportError, ValueError):
+        return None
+    if found is None or found.origin is None:
+        return None
+    origin = os.path.dirname(os.path.abspath(found.origin))
+    if found.submodule_search_locations is not None:  # a package: its parent directory
+        origin = os.path.dirname(origin)
+    cwd = os.getcwd()
+    return origin if origin == cwd or origin.startswith(cwd + os.sep) else None
+
+
+def emit_test(
+    ex: Explanation, *, values: Iterator[Any] | None = None, path: str | None = None
+) -> str:
     """A self-contained pytest file for ``ex`` (issue 12): a read-path finding rebuilds
     the evidence and asserts what load must do; a write-path finding replays the matched
     workload to the matched crash point under the matched model and asserts the
     invariant. ``CRASHPOINT_TARGET`` in the environment swaps the target (the fixed one).
+    ``path`` is where the file will be written: a target's file is named relative to it,
+    so the test passes or fails from any working directory (:func:`_target_lines`).
 
     Raises ValueError for a kind other than ``document`` and ``state-storage`` (the
     emitted test replays through their replay helpers)."""
@@ -1428,8 +1756,9 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
         "",
         "import base64",
         "import os",
+        "import sys",
         "",
-        f"TARGET = os.environ.get('CRASHPOINT_TARGET', {ex.target_spec!r})",
+        *_target_lines(ex.target_spec, path),
         "",
     ]
     at_fault = ex.write_path_at_fault
@@ -1437,7 +1766,6 @@ def emit_test(ex: Explanation, *, values: Iterator[Any] | None = None) -> str:
         m = at_fault[0]
         inv = ex.counted(m)[0]
         lines += [
-            f"EXPLAINED = {ex.target_spec!r}",
             f"MODEL, WORKLOAD, CRASH_POINT = {m.model!r}, {m.workload!r}, {m.crash_point}",
             "",
             "",

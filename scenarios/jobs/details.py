@@ -1,115 +1,122 @@
 """Per-counterexample detail for report.html (issue 12): the operation timeline and the
-crash state's files, byte for byte, recomputed from the recorded run.
+crash state's files, byte for byte, from the trace the engine kept with each
+counterexample (:class:`~crashpoint.scenarios.engine.explore.CrashTrace`).
 
 A report lists counterexamples by workload, model, crash point and crash-state digest;
-:func:`report_details` records each listed workload again (runs are deterministic),
-derives that crash point's states under the model, picks the one with the digest and
-renders it with :func:`~crashpoint.scenarios.explain.search.timeline` and
-:func:`~crashpoint.scenarios.explain.search.file_view`. A counterexample that cannot be
-rebuilt (a generated workload, a target kind without a recorder) gets no detail: the
-page then shows the files as report.json describes them.
+:func:`report_details` finds each listed one among the results, by
+:func:`~crashpoint.scenarios.engine.explore.detail_key`, and renders its trace with
+:func:`~crashpoint.scenarios.explain.search.timeline` and
+:func:`~crashpoint.scenarios.explain.search.file_view`. Nothing is recorded again, so
+every kind and every workload (a generated one too) gets its detail; a finding made
+outside a run (an escape seen by the audit layer) has no trace and gets none: the page
+then shows the files as report.json describes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...faultfs import CrashState, Op, OpKind, crash_points, get_model
-from ..engine.explore import detail_key
-from ..engine.faults import parse_fault
+from ...faultfs import get_model
+from ..engine.explore import CrashTrace, EngineResult, detail_key
 from ..explain.search import _prefix_state, file_view, timeline
-from ..kinds.agent.kind import record
-from ..kinds.agent.workload import BASE_DIR, SCENARIOS
 
-__all__ = [
-    "Recorder",
-    "document_recorder",
-    "explore_recorder",
-    "report_details",
-]
-
-Recorder = Callable[[str, str], "tuple[CrashState, list[Op], list[Op], str] | None"]
-"""``recorder(workload, fault)`` → ``(initial, ops, marks, base_dir)`` or None."""
+__all__ = ["MAX_DETAILS", "document_values", "report_details"]
 
 MAX_DETAILS = 20
 """Counterexamples given a detail per report (the page renders at most this many)."""
 
+VALUE_CHARS = 300
+"""A value shown in a report (its ``repr``) is cut to this many characters."""
 
-def report_details(report: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
-    """``{detail_key: {"timeline", "files"}}`` for the report's listed counterexamples."""
 
+def report_details(report: Mapping[str, Any], results: Iterable[EngineResult]) -> dict[str, Any]:
+    """``{detail_key: {"timeline", "files"}}`` for the first :data:`MAX_DETAILS`
+    counterexamples ``report`` lists (its ``scenarios[].violations``, in order), each
+    rendered from the trace its finding in ``results`` carries."""
+    traces = _traces(results)
     out: dict[str, Any] = {}
-    runs: dict[tuple[str, str], Any] = {}
     for s in report.get("scenarios", []):
         for v in s["violations"]:
             if len(out) >= MAX_DETAILS:
                 return out
-            k = v["crash_point"]["index"]
-            key = detail_key(s["name"], v["model"], k, v["state_digest"])
-            if key in out:
-                continue
-            run_key = (s["name"], v.get("fault") or "")
-            if run_key not in runs:
-                try:
-                    runs[run_key] = recorder(*run_key)
-                except Exception:
-                    runs[run_key] = None
-            run = runs[run_key]
-            if run is None:
-                continue
-            initial, ops, marks, base = run
-            detail = _detail(initial, ops, marks, base, v["model"], k, v["state_digest"])
-            if detail is not None:
-                out[key] = detail
+            key = detail_key(s["name"], v["model"], v["crash_point"]["index"], v["state_digest"])
+            trace = traces.get((key, v.get("fault") or ""))
+            if key not in out and trace is not None:
+                out[key] = _detail(trace, v["model"], v["crash_point"]["index"])
     return out
 
 
-def _detail(
-    initial: CrashState, ops: list[Op], marks: list[Op], base: str, model: str, k: int, digest: str
-) -> dict[str, Any] | None:
-    m = get_model(model)
-    for point in crash_points(m, initial, ops):
-        if point.index != k:
-            continue
-        state = next((st for st in point.states if st.digest() == digest), None)
-        if state is None:
-            return None
-        prefix = _prefix_state(initial, ops, k)
-        view = timeline(m, ops, k, base, marks)
-        files = [
-            {
-                "name": p[len(base) + 1 :] if p.startswith(base + "/") else p,
-                **file_view(d, prefix.file(p)),
-            }
-            for p, d in state.files
-        ]
-        return {"timeline": view, "files": files}
-    return None
+def _traces(results: Iterable[EngineResult]) -> dict[tuple[str, str], CrashTrace]:
+    """Each counterexample's trace, by (:func:`detail_key`, fault), the first kept."""
+    traces: dict[tuple[str, str], CrashTrace] = {}
+    for r in results:
+        for c in (*r.counterexamples, *r.warnings):
+            if c.trace is not None:
+                key = detail_key(r.workload, c.model, c.crash_point, c.state_digest)
+                traces.setdefault((key, c.fault), c.trace)
+    return traces
 
 
-def explore_recorder(target: Any) -> Recorder:
-    """A recorder for ``crashpoint explore``: catalogue workloads against ``target``."""
+def _detail(trace: CrashTrace, model: str, k: int) -> dict[str, Any]:
+    base = trace.base
+    prefix = _prefix_state(trace.initial, trace.ops, k)
+    view = timeline(get_model(model), trace.ops, k, base, trace.marks)
+    files = [
+        {
+            "name": p[len(base) + 1 :] if base and p.startswith(base + "/") else p,
+            **file_view(d, prefix.file(p)),
+        }
+        for p, d in trace.state.files
+    ]
+    return {"timeline": view, "files": files}
 
-    def rec(name: str, fault: str) -> tuple[CrashState, list[Op], list[Op], str] | None:
-        if name not in SCENARIOS:
-            return None
-        r = record(SCENARIOS[name], target, fault=parse_fault(fault) if fault else None)
-        return r.initial, r.ops, r.marks, BASE_DIR
 
-    return rec
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + f"… ({len(text)} chars)"
 
 
-def document_recorder(doc: Any) -> Recorder:
-    """A recorder for a document target (``verify --kind document``): its named workloads."""
+def _status(step: Any, k: int) -> str:
+    """What had become of a save at crash point ``k``."""
+    if step.end is not None and step.end <= k:
+        return f"failed: {step.error}" if step.error else "acknowledged"
+    if step.begin < k:
+        return "in flight"
+    return "not started"
 
-    def rec(name: str, fault: str) -> tuple[CrashState, list[Op], list[Op], str] | None:
-        try:
-            workload = doc.workload(name)
-        except KeyError:
-            return None  # random: drawn by hypothesis, not rebuilt by name
-        run = doc.record(workload, parse_fault(fault) if fault else None)
-        marks = [Op(s.begin, OpKind.MARK, label=f"begin:{s.label}") for s in run.steps]
-        return run.initial, run.ops, marks, doc.base
 
-    return rec
+def document_values(report: Mapping[str, Any], results: Iterable[EngineResult]) -> None:
+    """Add to each listed violation of a document report (in place) ``saves``: the value
+    each save of its workload was given, as ``[{"call": "save#0", "value": repr,
+    "status": "acknowledged" | "failed: ..." | "in flight" | "not started"}]`` at its
+    crash point, and ``load_value``: what load returned there (``repr``, or ``raised
+    ...``), side by side in the reports (issue 22). Both come from the trace the engine
+    kept with the counterexample (its run's steps, its observation of the crash state),
+    so a drawn ``random`` workload has them too; nothing is recorded again."""
+    traces = _traces(results)
+    for s in report.get("scenarios", []):
+        for v in s["violations"]:
+            k = v["crash_point"]["index"]
+            key = detail_key(s["name"], v["model"], k, v["state_digest"])
+            trace = traces.get((key, v.get("fault") or ""))
+            if trace is None:
+                continue
+            v["saves"] = [
+                {"call": st.label, "value": _shown(st.payload[1]), "status": _status(st, k)}
+                for st in trace.steps
+                if isinstance(st.payload, tuple) and st.payload[0] == "save"
+            ]
+            obs = trace.observation
+            if obs is not None:
+                v["load_value"] = f"raised {obs.error}" if obs.error else _shown(obs.value)
+    top = report.get("counterexample")
+    if isinstance(top, dict):  # the minimal counterexample: its scenario entry's values
+        same = ("scenario", "model", "fault", "state_digest")
+        for s in report.get("scenarios", []):
+            for v in s["violations"]:
+                point = v["crash_point"]["index"] == top["crash_point"]["index"]
+                if "saves" in v and point and all(v.get(key) == top.get(key) for key in same):
+                    top["saves"] = v["saves"]
+                    if "load_value" in v:
+                        top["load_value"] = v["load_value"]

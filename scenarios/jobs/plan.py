@@ -18,6 +18,7 @@ from typing import Any
 
 from ...faultfs import Fault, PersistenceModel
 from ...faultfs._canary import Canary
+from ..engine.caches import hypothesis_keeps_no_files
 from ..engine.explore import Counterexample, EngineResult, Run, explore_models, invariant_info
 from ..engine.faults import fault_plan
 from ..kinds.registry import KindEntry, get_kind
@@ -76,11 +77,13 @@ def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
         raise ValueError(f"--kind {plan.kind} takes no option {', '.join(sorted(unknown))}")
     # A change on the real disk during the run (the kind's base path, the working
     # directory, $TMPDIR) makes the verdict incomplete (issue 21; faultfs/_canary.py).
-    canary = Canary(entry.base_dir)
-    if entry.run is not None:
-        result: VerifyResult = entry.run(plan, factory)
-    else:
-        result = _run_generic(entry, plan, factory)
+    # crashpoint's own hypothesis keeps no cache in the working directory.
+    with hypothesis_keeps_no_files():
+        canary = Canary(entry.base_dir)
+        if entry.run is not None:
+            result: VerifyResult = entry.run(plan, factory)
+        else:
+            result = _run_generic(entry, plan, factory)
     result.canary += [c for c in canary.changes() if c not in result.canary]
     return result
 

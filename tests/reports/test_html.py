@@ -125,3 +125,42 @@ def test_jinja2_is_not_imported_by_the_plain_cli() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+SEED_STORAGE = '''
+from crashpoint.core import FileStateStorage
+from crashpoint.faultfs import OsFileSystem
+
+
+def seed(base_dir):
+    """The seed's design: no fsync at all."""
+    return FileStateStorage(OsFileSystem(), base_dir, sync="none", ended_marker="legacy")
+'''
+
+
+SEED_ARGS = ["{seed}:seed", "--kind", "state-storage", "--workload", "two-quick-saves"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # a generated workload: never rebuilt by name, it had no detail before
+        ["{store}:InPlaceJsonStore", "--workload", "random"],
+        # a state storage: only document targets had details before
+        [*SEED_ARGS, "--model", "ext4"],
+    ],
+    ids=["random-workload", "state-storage"],
+)
+def test_every_counterexample_s_detail_comes_from_the_trace_the_engine_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    seed = tmp_path / "seed_storage.py"
+    seed.write_text(SEED_STORAGE, encoding="utf-8")
+    argv = [a.format(store=STORE, seed=seed) for a in args]
+    code = main(["verify", *argv, "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    assert code == 1
+    html = (tmp_path / "out" / "report.html").read_text()
+    first = html.index('class="case"')
+    case = html[first : html.index("</section>", first)]
+    assert 'class="crash"' in case and "op not-run" in case  # its timeline

@@ -15,8 +15,10 @@ from crashpoint.scenarios import (
     get_target,
     record,
 )
+from crashpoint.scenarios.kinds.agent.kind import AGENT_KINDS
 from crashpoint.scenarios.kinds.agent.runs import (
     TWO_BATCHES,
+    AgentRunKind,
     ResumeProbe,
     check_run,
     expected_resumability,
@@ -41,7 +43,7 @@ DESIGNED_FOR = {
 """Mutants whose bug only a dedicated scenario reaches: the kill must come from it."""
 
 
-def test_the_run_scenarios_are_registered_with_the_runtime_tag() -> None:
+def test_the_run_scenarios_are_judged_by_the_agent_run_kind() -> None:
     assert set(RUNS) >= {
         "run-plain-reply",
         "run-two-tool-batches",
@@ -54,7 +56,10 @@ def test_the_run_scenarios_are_registered_with_the_runtime_tag() -> None:
     }
     for name in RUNS:
         workload = SCENARIOS[name]
-        assert workload.probe is not None and workload.check is not None
+        assert workload.tags == ("runtime",)
+        assert AGENT_KINDS[workload.kind] is AgentRunKind
+    # the storage workloads are judged by the storage invariants alone
+    assert {SCENARIOS[n].kind for n in SCENARIOS if n not in RUNS} == {"agent-state"}
 
 
 @pytest.mark.parametrize("model", list(MODELS))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from crashpoint._cli import main
 from crashpoint.faultfs._canary import Canary
 
 ESCAPES = Path(__file__).resolve().parent / "escapes.py"
+STORES = Path(__file__).resolve().parents[2] / "examples" / "stores" / "jsonstore.py"
 
 
 def _verify_ctypes(out: Path) -> tuple[int, dict[str, object]]:
@@ -83,3 +86,26 @@ def test_the_canary_sees_creation_change_and_removal_and_skips_what_it_is_told(
         f"real disk changed: {cwd / 'keep'} (removed)",
     ]
     assert absent.changes() == [f"real disk changed: {tmp_path / 'nowhere'} (created)"]
+
+
+def test_crashpoint_s_own_hypothesis_leaves_no_cache_in_a_fresh_working_directory(
+    tmp_path: Path,
+) -> None:
+    """A fresh process verifying from an empty directory that is also ``--out`` (as the
+    digest script runs it): hypothesis, used by crashpoint to draw values, created
+    ``.hypothesis/`` there (its Unicode table cache), and the canary called the clean
+    verdict incomplete ("real disk changed: …/.hypothesis (created)")."""
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    args = ["verify", f"{STORES}:JsonStore", "--model", "all", "--faults", "--out", "."]
+    proc = subprocess.run(
+        [sys.executable, "-m", "crashpoint", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert sorted(os.listdir(tmp_path)) == ["report.html", "report.json", "report.md"]
+    rep = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert rep["incomplete"] == [], rep["incomplete"]
+    assert proc.returncode == 0 and rep["verdict"] == "clean", proc.stdout + proc.stderr

@@ -65,6 +65,7 @@ from .targets import MUTANTS, TARGETS, Factory, Target, get_target
 from .workload import BASE_DIR, Call, CallKind, Expect, Session, Workload
 
 __all__ = [
+    "AGENT_KINDS",
     "SECRETS",
     "AgentStateKind",
     "Recording",
@@ -240,13 +241,12 @@ class AgentStateKind:
         self.digests = FileDigests()
         """File and state digests, shared with the engine (each content hashed once)."""
         self._loads = _LoadMemo(self.digests.file)
-        self.probed: dict[str, object] = {}
         self.leaks: dict[str, list[tuple[str, str]]] = {}
         self._known_for: Recording | None = None
         self._known: dict[bytes, str] = {}
         self._rendered: dict[tuple[str, str], dict[str, str]] = {}
         self.workload: Workload | None = None
-        """The workload the kind is judging (its own probe and check, if any)."""
+        """The workload the kind is judging (the last one recorded)."""
         self._sessions: Sequence[str] = ()
         self.refuse_silent = True
         """Refuse a user storage whose saves acknowledge nothing on the crash-free run
@@ -283,7 +283,16 @@ class AgentStateKind:
                 and fault.at < len(rec.ops)
                 and rec.ops[fault.at].errno is None
             )
-        return Run(rec.initial, rec.ops, steps, fault, subjects=len(rec.sessions), data=data)
+        return Run(
+            rec.initial,
+            rec.ops,
+            steps,
+            fault,
+            subjects=len(rec.sessions),
+            data=data,
+            marks=rec.marks,
+            base=BASE_DIR,
+        )
 
     def observe(self, state: CrashState) -> _Probed:
         probed = _probe(state, self._sessions, self.target, self.wanted, self._states, self._loads)
@@ -402,15 +411,6 @@ class AgentStateKind:
                         sid,
                     )
                 )
-        workload = self.workload
-        if workload is not None and workload.probe is not None and workload.check is not None:
-            digest = self.digests.state(state)
-            probed = self.probed.get(digest, _NOT_PROBED)
-            if probed is _NOT_PROBED:
-                probed = self.probed[digest] = workload.probe(state, self.target.factory)
-            for f in workload.check(probed, k, rec.marks_before(k)):
-                if Invariant(f.invariant) in wanted:
-                    out.append(f)
         return out
 
     def describe_state(self, state: CrashState, run: Run, subject: str) -> dict[str, str]:
@@ -442,6 +442,11 @@ class AgentStateKind:
         if found is None:
             found = self.leaks[digest] = secrets_in_state(state, SECRETS) or _NO_LEAKS
         return found
+
+
+AGENT_KINDS: dict[str, type[AgentStateKind]] = {AgentStateKind.name: AgentStateKind}
+"""The agent kinds, by name: a workload's :attr:`Workload.kind` names the one that
+judges it (``agent-run``, registered by the run workloads' module, adds N1, H1, T1)."""
 
 
 @decode_memo()  # one content-addressed decode memo per exploration (issue 11)
@@ -504,7 +509,7 @@ def explore_agent(
     ``models``, crash-free run (when ``crashes``) and every fault of ``faults``.
     ``name``: the target as results name it (default its own name); ``command``: the
     replay command up to the workload's name (:class:`AgentStateKind`)."""
-    kind = AgentStateKind(target, checker=checker, command=command)
+    kind = AGENT_KINDS[workload.kind](target, checker=checker, command=command)
     kind.refuse_silent = crashes
     with exits_refused():  # a target's os._exit must not end the run as a pass
         return explore_models(
@@ -533,7 +538,6 @@ _Probed = tuple[dict[str, Observation], dict[str, bool], dict[str, bool]]
 """What a distinct crash state gave: per session, the load observed, whether C1's
 load_or_create wrote, whether V1 requires a refusal."""
 
-_NOT_PROBED = object()
 _NO_LEAKS: list[tuple[str, str]] = []  # shared by every state without a leak; never mutated
 
 

@@ -62,13 +62,22 @@ from ....core import (
     truncate_to_paired,
 )
 from ....faultfs import CrashState, FileSystem, MemoryFileSystem
-from ...engine.explore import Finding
+from ...engine.explore import Finding, Run
 from .catalogue import CALL_A, CALL_B, CALL_DANGER, SID
-from .kind import SECRETS
-from .targets import mutant
+from .checkers import Invariant
+from .kind import AGENT_KINDS, SECRETS, AgentStateKind
+from .targets import Target, mutant
 from .workload import BASE_DIR, Session, scenario
 
-__all__ = ["Resumability", "ResumeProbe", "check_run", "expected_resumability", "probe_resume"]
+__all__ = [
+    "RUNS",
+    "AgentRunKind",
+    "Resumability",
+    "ResumeProbe",
+    "check_run",
+    "expected_resumability",
+    "probe_resume",
+]
 
 CALL_C = ToolCall("call_c", "summarize", '{"sentences": 3}')
 
@@ -525,16 +534,45 @@ def check_run(probe: ResumeProbe, k: int, marks: Sequence[str]) -> list[Finding]
     return found
 
 
+class AgentRunKind(AgentStateKind):
+    """The agent-run kind: a whole agent run over the storage (the ``run-*``
+    workloads). Judges what :class:`AgentStateKind` judges of what the runtime writes,
+    and, at each crash point, the resumed run (:func:`probe_resume`, once per distinct
+    crash state) by :func:`check_run`: N1, H1, T1 and the runtime's P1."""
+
+    name = "agent-run"
+
+    def __init__(self, target: Target, **options: Any) -> None:
+        super().__init__(target, **options)  # checker, command: AgentStateKind's
+        self._resumed: dict[tuple[str, str], ResumeProbe] = {}
+
+    def judge(self, run: Run, k: int, state: CrashState, observation: Any) -> list[Finding]:
+        out = super().judge(run, k, state, observation)
+        workload = self.workload
+        if workload is None:
+            return out
+        key = (workload.name, self.digests.state(state))
+        probed = self._resumed.get(key)
+        if probed is None:
+            probed = self._resumed[key] = probe_resume(
+                RUNS[workload.name], state, self.target.factory
+            )
+        marks = run.data.recording.marks_before(k)
+        out.extend(f for f in check_run(probed, k, marks) if Invariant(f.invariant) in self.wanted)
+        return out
+
+
+AGENT_KINDS[AgentRunKind.name] = AgentRunKind
+
+RUNS: dict[str, _Plan] = {}
+"""The run workloads' plans (what their fakes do), by workload name."""
+
+
 def _register(
     name: str, description: str, plan: _Plan
 ) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
-    def probe(state: CrashState, factory: Callable[[FileSystem, str], Any]) -> ResumeProbe:
-        return probe_resume(plan, state, factory)
-
-    def check(result: Any, k: int, marks: Sequence[str]) -> Sequence[Finding]:
-        return check_run(result, k, marks)
-
-    return scenario(name, description, tags=("runtime",), probe=probe, check=check)
+    RUNS[name] = plan
+    return scenario(name, description, tags=("runtime",), kind=AgentRunKind.name)
 
 
 # --- the run workloads ---------------------------------------------------------------------

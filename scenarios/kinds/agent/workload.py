@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ....core import AgentState, StateError, decode_bytes, encode_bytes
-from ....faultfs import CrashState, FileSystem, RecordingFileSystem
-from ...engine.explore import Finding
+from ....faultfs import FileSystem, RecordingFileSystem
 
 __all__ = [
     "BASE_DIR",
@@ -308,15 +307,6 @@ class RecordedStorage:
 Setup = Callable[[FileSystem, str], Mapping[str, Expect]]
 
 
-Probe = Callable[[CrashState, Callable[[FileSystem, str], Any]], Any]
-"""``probe(crash_state, factory)``: reboot the crash state and do what the workload's
-checker needs (e.g. resume the agent run); called once per distinct crash state."""
-
-Check = Callable[[Any, int, Sequence[str]], Sequence[Finding]]
-"""``check(probe_result, k, marks)``: judge one crash point ``k`` given the marks
-recorded before it; returns findings."""
-
-
 @dataclass(frozen=True, slots=True)
 class Workload:
     """A named workload of the catalogue.
@@ -329,8 +319,8 @@ class Workload:
             returns what loading each pre-existing session must give; None for an
             empty disk.
         tags: free-form labels (``"storage"``, ``"runtime"``).
-        probe: optional extra reboot step (see :data:`Probe`).
-        check: optional extra checker over the probe's result (see :data:`Check`).
+        kind: the agent kind that judges it, by name (``"agent-state"``: the storage
+            invariants; ``"agent-run"``: those and the run's own, N1, H1, T1).
     """
 
     name: str
@@ -338,8 +328,7 @@ class Workload:
     run: Callable[[Session], None]
     setup: Setup | None = None
     tags: tuple[str, ...] = field(default=("storage",))
-    probe: Probe | None = None
-    check: Check | None = None
+    kind: str = "agent-state"
 
 
 SCENARIOS: dict[str, Workload] = {}
@@ -352,15 +341,14 @@ def scenario(
     *,
     setup: Setup | None = None,
     tags: tuple[str, ...] = ("storage",),
-    probe: Probe | None = None,
-    check: Check | None = None,
+    kind: str = "agent-state",
 ) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
     """Register a workload under ``name`` (a decorator). Raises ValueError on a duplicate name."""
 
     def register(fn: Callable[[Session], None]) -> Callable[[Session], None]:
         if name in SCENARIOS:
             raise ValueError(f"scenario {name!r} is already registered")
-        SCENARIOS[name] = Workload(name, description, fn, setup, tags, probe, check)
+        SCENARIOS[name] = Workload(name, description, fn, setup, tags, kind)
         return fn
 
     return register

@@ -403,6 +403,7 @@ class DocumentKind:
             runner.unsupported(),  # one interception per verify: every call it saw
             runner.escapes()[escapes0:],
             data=data,
+            base=self.base,
         )
 
     def observe(self, state: CrashState) -> DocObservation:
