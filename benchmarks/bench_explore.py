@@ -24,7 +24,8 @@ Everything is measured in one process and one run (the peak RSS in a child proce
   beside it, the same plus one load through the target of every session in every
   distinct crash state (a reboot of each, as a harness without a load memo would);
 * **big**: a workload of ``--saves`` saves of a 1,000-message state (about 100 KB)
-  under power-loss: distinct states per second and its own floor ratio;
+  under ext4 (``power-loss`` before issue 20): distinct states per second and its own
+  floor ratio;
 * **codec**: ``decode_bytes`` of the 1,000-message state (about 140 KB) against
   ``json.loads`` of the same bytes: ``decode_bytes`` is what load runs on a file's
   bytes (its fast path parses the bytes itself, never through ``json.loads``), so
@@ -32,7 +33,7 @@ Everything is measured in one process and one run (the peak RSS in a child proce
   reference decoder on a parsed document) and ``peek_schema_version`` (what V1 runs
   on a crash state), each against ``json.loads`` in the same run;
 * **peak RSS**: a child process exploring ``--rss-saves`` saves of 1,000 messages under
-  power-loss-reorder (``ru_maxrss``, MiB);
+  posix (``power-loss-reorder`` before issue 20; ``ru_maxrss``, MiB);
 * **CLI wall**: ``crashpoint explore`` (no arguments) and ``crashpoint explore --model
   all --faults --jobs 2``, each a fresh process in a fresh directory, seconds
   (``--skip-cli`` leaves them out).
@@ -44,8 +45,8 @@ figures is printed with min and max. The last line is::
 
     states/s=N floor_ratio=R big_states/s=M peak_rss_mib=P
 
-(``states/s`` and ``floor_ratio``: storage scenarios under power-loss; ``big_states/s``:
-the 1,000-message workload under power-loss). Figures are printed, never asserted.
+(``states/s`` and ``floor_ratio``: storage scenarios under ext4; ``big_states/s``:
+the 1,000-message workload under ext4). Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from crashpoint.core import AgentState, decode, decode_bytes, encode_bytes, peek_schema_version
-from crashpoint.faultfs import MODELS, CrashState, MemoryFileSystem, crash_points
+from crashpoint.faultfs import MODELS, CrashState, MemoryFileSystem, crash_points, get_model
 from crashpoint.scenarios import SCENARIOS, TARGETS, Workload, explore, record
 from crashpoint.scenarios.kinds.agent.catalogue import assistant, build_state, user
 from crashpoint.scenarios.kinds.agent.kind import _ROOT_DIRS
@@ -101,7 +102,7 @@ def distinct_states(workload: Workload, model_name: str) -> tuple[list[CrashStat
     """Every distinct crash state of ``workload`` under the model, and its sessions."""
     rec = record(workload, TARGETS["reference"])
     seen: dict[CrashState, None] = {}
-    for point in crash_points(MODELS[model_name], rec.initial, rec.ops):
+    for point in crash_points(get_model(model_name), rec.initial, rec.ops):
         seen.update(dict.fromkeys(point.states))
     return list(seen), rec.sessions
 
@@ -310,7 +311,7 @@ def main() -> None:
     parser.add_argument("--saves", type=int, default=8, help="saves of the big workload")
     parser.add_argument("--rss-saves", type=int, default=64)
     parser.add_argument("--rss-repeat", type=int, default=None)
-    parser.add_argument("--model", default="power-loss-reorder")
+    parser.add_argument("--model", default="posix")
     parser.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--skip-cli", action="store_true", help="no CLI wall times")
     parser.add_argument(
@@ -357,11 +358,11 @@ def main() -> None:
             f"{spread(both_w, '{:.2f}')}"
         )
     big = big_workload(args.saves)
-    runs = repeated(lambda: one_run([big], "power-loss"), args.repeat)
+    runs = repeated(lambda: one_run([big], "ext4"), args.repeat)
     big_rates = [r.distinct / r.explore for r in runs]
     big_ratios = [r.explore / r.floor for r in runs]
     print(
-        f"big ({args.saves} saves of {BIG_MESSAGES} messages, power-loss): "
+        f"big ({args.saves} saves of {BIG_MESSAGES} messages, ext4): "
         f"{runs[0].distinct} states, "
         f"states/s {spread(big_rates)}, explore/floor {spread(big_ratios, '{:.2f}')}"
     )
@@ -376,7 +377,7 @@ def main() -> None:
         for argv in (["explore"], ["explore", "--model", "all", "--faults", "--jobs", "2"]):
             walls = cli_walls(argv, args.repeat)
             print(f"wall, crashpoint {' '.join(argv)}: {spread(walls, '{:.2f}')} s")
-    rate, ratio = headline.get("power-loss", (math.nan, math.nan))
+    rate, ratio = headline.get("ext4", (math.nan, math.nan))
     print(
         f"states/s={rate:.0f} floor_ratio={ratio:.2f} "
         f"big_states/s={statistics.median(big_rates):.0f} peak_rss_mib={statistics.median(rss):.0f}"

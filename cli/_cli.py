@@ -23,7 +23,9 @@ from ._build import explore_report, write_all
 from ._options import (
     ProgressLine,
     Terminated,
+    add_device_options,
     cap_jobs,
+    device_models,
     glue_dash_values,
     open_closed_streams,
     parse_models,
@@ -163,9 +165,10 @@ def _parser() -> argparse.ArgumentParser:
         "--model",
         default=None,
         metavar="MODEL",
-        help="persistence model: process-crash (default; all with --zoo), "
-        "power-loss, power-loss-reorder, the file-system families ext4, xfs, btrfs, "
-        "posix (docs/models.md), a comma-separated list, or all (the first three)",
+        help="persistence model: process-crash (default), the file-system families "
+        "ext4, xfs, btrfs, posix (docs/models.md), power-loss and power-loss-reorder "
+        "(aliases of ext4 and posix), a comma-separated list, or all (process-crash and "
+        "the four families); --zoo: process-crash,ext4,posix by default",
     )
     ex.add_argument(
         "--target",
@@ -218,10 +221,11 @@ def _parser() -> argparse.ArgumentParser:
         "--reorder-bound",
         type=_reorder_bound,
         metavar="N",
-        help="power-loss-reorder: omit at most N pending operations together (default: "
+        help="posix (power-loss-reorder): omit at most N pending operations together (default: "
         "exhaustive up to 2^16 combinations per crash point, bounded beyond); what a bound "
         "leaves out is counted and reported",
     )
+    add_device_options(ex)
     ex.add_argument(
         "--require-exhaustive",
         action="store_true",
@@ -351,6 +355,8 @@ def _resolve(
                 ("--faults", args.faults or None),
                 ("--reorder-bound", args.reorder_bound),
                 ("--require-exhaustive", args.require_exhaustive or None),
+                ("--atomic-write", args.atomic_write),
+                ("--drive-ignores-flush", args.drive_ignores_flush or None),
             )
             if value is not None
         ]
@@ -361,13 +367,17 @@ def _resolve(
     if args.fault is not None and args.faults:
         raise UsageError("--fault replays one fault; --faults runs them all: give one of them")
     if args.model is None:
-        args.model = "all" if args.zoo else "process-crash"
+        args.model = "process-crash,ext4,posix" if args.zoo else "process-crash"
     try:
         models = parse_models(args.model)
     except ValueError as exc:
         raise UsageError(f"--model: {exc}") from None
-    every = {m.name for m in models} == set(MODELS)  # the families are not in "all"
+    every = {m.name for m in models} == set(MODELS)
     args.model = "all" if every else ",".join(m.name for m in models)
+    try:
+        models = device_models(models, args.atomic_write, args.drive_ignores_flush)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     names = list(dict.fromkeys(args.scenario or SCENARIOS))  # repeated names count once
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -464,7 +474,7 @@ def _write_reports(
 
 
 def _list(console: Console) -> int:
-    from .faultfs import MODELS
+    from .faultfs import ALIASES, MODELS
     from .scenarios import MUTANTS, SCENARIOS, TARGETS
 
     def show() -> None:
@@ -473,6 +483,8 @@ def _list(console: Console) -> int:
             console.print(f"  {w.name:30} {w.description}")
         console.print("[bold]models[/]")
         for m in MODELS.values():
+            console.print(f"  {m.name:30} {m.source}")
+        for m in ALIASES.values():
             console.print(f"  {m.name:30} {m.source}")
         console.print("[bold]targets[/]")
         for t in TARGETS.values():
@@ -518,7 +530,7 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.reorder_bound is not None and not any(m.reorder for m in models):
         err.print(  # said, not refused: a CI matrix may pass the bound with every model
             f"--reorder-bound {args.reorder_bound}: no model of this run reorders "
-            f"({args.model}); it applies to power-loss-reorder only",
+            f"({args.model}); it applies to posix (power-loss-reorder) only",
             markup=False,
             highlight=False,
         )
@@ -537,6 +549,8 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
         crash_point=args.crash_point,
         shard=args.shard,
         reorder_bound=args.reorder_bound,
+        atomic_write=args.atomic_write,
+        drive_ignores_flush=args.drive_ignores_flush,
     )
     if args.jobs is None:  # the default: 1 for a small run, all cores for a large one
         jobs = auto_jobs(tasks, jobs)

@@ -5,6 +5,8 @@ import (STYLE.md §10). Each parser raises ``ValueError`` with a one-line reason
 the caller reports as a usage error (exit 2; pytest's ``UsageError`` in the plugin).
 
 * :func:`parse_models` — ``all`` or a comma-separated list of persistence models;
+* :func:`add_device_options`, :func:`device_models` — ``--atomic-write BYTES`` and
+  ``--drive-ignores-flush`` (explore and verify);
 * :func:`parse_shard` — ``K/N`` with 1 ≤ K ≤ N;
 * :func:`usable_cores`, :func:`cap_jobs` — ``--jobs`` never above the usable cores;
 * :func:`glue_dash_values` — ``--shard -1/2`` reaches the option's own check;
@@ -24,6 +26,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import argparse
+
     from rich.console import Console
 
     from .faultfs import PersistenceModel
@@ -32,7 +36,9 @@ __all__ = [
     "PROGRESS_INTERVAL",
     "ProgressLine",
     "Terminated",
+    "add_device_options",
     "cap_jobs",
+    "device_models",
     "discard_out",
     "glue_dash_values",
     "int_option",
@@ -180,6 +186,48 @@ def parse_models(spec: str) -> list[PersistenceModel]:
     from .faultfs import parse_models as parse
 
     return parse(spec)
+
+
+def add_device_options(parser: argparse.ArgumentParser) -> None:
+    """``--atomic-write BYTES`` and ``--drive-ignores-flush`` (FAULT-MODEL.md §3, issue
+    20), on ``explore`` and ``verify``."""
+    parser.add_argument(
+        "--atomic-write",
+        type=int_option("--atomic-write", 1),
+        metavar="BYTES",
+        help="the device's atomic write size (default 4096, the block: writes tear only at "
+        "its multiples; 512 adds sub-block tears). A finding only a smaller size reaches is "
+        "hypothetical: listed apart, not the verdict nor the exit code",
+    )
+    parser.add_argument(
+        "--drive-ignores-flush",
+        action="store_true",
+        help="the drive acknowledges a flush without writing its cache: fsync promises "
+        "nothing. A finding only this reaches is hypothetical (listed apart)",
+    )
+
+
+def device_models(
+    models: Sequence[PersistenceModel], atomic_write: int | None, drive_ignores_flush: bool
+) -> list[PersistenceModel]:
+    """``models`` with the device options (:func:`crashpoint.faultfs.with_device`;
+    ``process-crash`` unchanged). Raises ValueError (one line) for an atomic write size
+    that is not a power of two from 512 to the block, or device options given to a run
+    whose every model is ``process-crash`` (a process crash keeps the page cache)."""
+    from .faultfs import with_device
+
+    if atomic_write is None and not drive_ignores_flush:
+        return list(models)
+    if all(m.family == "process-crash" for m in models):
+        given = "--atomic-write" if atomic_write is not None else "--drive-ignores-flush"
+        raise ValueError(
+            f"{given} applies to the power-loss families (ext4, xfs, btrfs, posix); this run "
+            "has only process-crash, which keeps the page cache"
+        )
+    return [
+        with_device(m, atomic_write=atomic_write, drive_ignores_flush=drive_ignores_flush)
+        for m in models
+    ]
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ._options import KindChoices, int_option, prepare_out, print_to_stdout
+from ._options import KindChoices, add_device_options, int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_verify_parser", "run_verify"]
 
@@ -97,10 +97,12 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--model",
         default="process-crash",
         metavar="NAME[,NAME...]|all",
-        help="persistence model(s): process-crash (default), power-loss, "
-        "power-loss-reorder, the file-system families ext4, xfs, btrfs, posix "
-        "(docs/models.md), a comma-separated list, or all (the first three)",
+        help="persistence model(s): process-crash (default), the file-system families "
+        "ext4, xfs, btrfs, posix (docs/models.md), power-loss and power-loss-reorder "
+        "(aliases of ext4 and posix), a comma-separated list, or all (process-crash and "
+        "the four families)",
     )
+    add_device_options(p)
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
         "--values",
@@ -194,7 +196,11 @@ def _prepare_out(path: str) -> str:
 
 def _baseline(path: str) -> tuple[set[tuple[str, str, str]], str | None]:
     """Known findings of an earlier report, (workload, model, invariant), and the target
-    that report names (None when it names none)."""
+    that report names (None when it names none). A model is keyed by what it stands
+    for (:func:`crashpoint.faultfs.canonical`), so a baseline naming ``power-loss``
+    still knows the same findings under ``ext4`` (issue 20)."""
+    from .faultfs import canonical
+
     try:
         with open(path, encoding="utf-8") as f:
             report = json.load(f)
@@ -204,8 +210,8 @@ def _baseline(path: str) -> tuple[set[tuple[str, str, str]], str | None]:
                 "give the report.json of an earlier crashpoint verify)"
             )
         theirs = report.get("target")
-        known = {
-            (str(s["name"]).split(":", 1)[0], str(s["model"]), str(inv))
+        known = {  # a model by what it stands for: power-loss's findings are ext4's
+            (str(s["name"]).split(":", 1)[0], canonical(str(s["model"])), str(inv))
             for s in report["scenarios"]
             for inv in s.get("killed_by", [])
         }
@@ -252,7 +258,8 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _verify(
     args: argparse.Namespace, console: Console, err: Console, caught: list[dict[str, str]]
 ) -> int:
-    from ._options import parse_models, thread_line, thread_report
+    from ._options import device_models, parse_models, thread_line, thread_report
+    from .faultfs import canonical
     from .reports import build_verify_report
     from .scenarios.jobs.verify import verify
     from .scenarios.targets.user import BadTarget, TargetTimeout, load_factory
@@ -265,6 +272,10 @@ def _verify(
         raise VerifyUsageError(str(exc)) from None
     if args.model.strip().lower() != "all":  # as explore: the names as the models spell them
         args.model = ",".join(m.name for m in models)
+    try:
+        models = device_models(models, args.atomic_write, args.drive_ignores_flush)
+    except ValueError as exc:
+        raise VerifyUsageError(str(exc)) from None
     fault = None
     if args.fault is not None:
         from .scenarios import parse_fault
@@ -392,7 +403,7 @@ def _verify(
             {
                 f"{c.workload.split(':', 1)[0]} {c.model} {c.invariant}"
                 for c in result.counterexamples
-                if (c.workload.split(":", 1)[0], c.model, c.invariant) not in known
+                if (c.workload.split(":", 1)[0], canonical(c.model), c.invariant) not in known
             }
         )
         report["baseline"] = {

@@ -76,7 +76,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=_DEFAULT_MODEL,
         metavar="MODEL",
         help="persistence model(s) for crashpoint explorations: process-crash (default), "
-        "power-loss, power-loss-reorder, a comma-separated list, or all.",
+        "ext4, xfs, btrfs, posix, power-loss and power-loss-reorder (aliases of ext4 and "
+        "posix), a comma-separated list, or all (process-crash and the four families).",
     )
     group.addoption(
         "--crashpoint-faults",

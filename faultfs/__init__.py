@@ -12,6 +12,7 @@ from ._image import CrashState, Image, os_error
 from ._lock import Clock, SystemClock, VirtualClock
 from ._memory import MemoryFileSystem
 from ._models import (
+    ALIASES,
     FAMILIES,
     FS_MODELS,
     MODELS,
@@ -22,13 +23,16 @@ from ._models import (
     Family,
     ModelError,
     PersistenceModel,
+    canonical,
     crash_points,
+    device_default,
     durable_at,
     effective,
     get_family,
     get_model,
     parse_models,
     register_family,
+    with_device,
 )
 from ._protocol import FileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
@@ -61,6 +65,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALIASES",
     "FAMILIES",
     "FS_MODELS",
     "MODELS",
@@ -89,7 +94,9 @@ __all__ = [
     "SystemClock",
     "Trace",
     "VirtualClock",
+    "canonical",
     "crash_points",
+    "device_default",
     "durable_at",
     "effective",
     "get_family",
@@ -99,5 +106,6 @@ __all__ = [
     "os_error",
     "parse_models",
     "register_family",
+    "with_device",
     "write_bytes",
 ]

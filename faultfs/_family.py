@@ -15,7 +15,7 @@ them; nothing here imports a family, so no family imports the registry.
 from __future__ import annotations
 
 from collections.abc import Container, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ._image import CrashState
@@ -26,8 +26,10 @@ __all__ = [
     "CrashPoint",
     "Family",
     "PersistenceModel",
+    "device_default",
     "effective",
     "new_crash_point",
+    "with_device",
 ]
 
 
@@ -61,6 +63,18 @@ class PersistenceModel:
         family: the name of the :class:`Family` whose rules derive this model's
             crash states (a key of :data:`crashpoint.faultfs.FAMILIES`); a family
             refuses, with ``ValueError``, parameters it does not implement.
+        atomic_write: the device's atomic write size in bytes (``--atomic-write``,
+            FAULT-MODEL.md §3): file-system families tear dirty data at multiples of
+            ``min(block_size, atomic_write)``; 512 adds sub-block tears. The default
+            (the block) adds none.
+        drive_ignores_flush: the drive acknowledges a flush without writing its cache
+            (``--drive-ignores-flush``): no ``fsync``, ``fdatasync`` or directory fsync
+            forces anything (SQLite's crash VFS; macOS ``fsync`` without
+            ``F_FULLFSYNC``).
+
+    A state reachable only through ``atomic_write`` below the block or
+    ``drive_ignores_flush`` is *hypothetical* (FAULT-MODEL.md §3): the engine judges it,
+    and lists its findings apart (:func:`device_default`).
     """
 
     name: str
@@ -73,6 +87,71 @@ class PersistenceModel:
     source: str = ""
     writeback_bound: int = 6
     family: str = "process-crash"
+    atomic_write: int = 4096
+    drive_ignores_flush: bool = False
+
+    @property
+    def hypothetical(self) -> bool:
+        """Whether this model assumes less of the device than the default (an atomic
+        write below the block, a drive that ignores flushes): its states beyond those of
+        :func:`device_default` are hypothetical (FAULT-MODEL.md §3)."""
+        return self.atomic_write < self.block_size or self.drive_ignores_flush
+
+    def options(self) -> dict[str, int | None]:
+        """The parameters a verdict under this model assumed, as a report names them
+        (issue 20: "the verdict names what it assumed"): ``block_size`` (bytes),
+        ``max_states``, and the bound its family uses (``writeback_bound`` for a
+        file-system family, ``reorder_bound`` where metadata reorders,
+        ``max_partial_writes`` for ``process-crash``)."""
+        out: dict[str, int | None] = {"block_size": self.block_size, "max_states": self.max_states}
+        if self.family == "process-crash":
+            out["max_partial_writes"] = self.max_partial_writes
+        else:
+            out["writeback_bound"] = self.writeback_bound
+        if self.reorder:
+            out["reorder_bound"] = self.reorder_bound
+        if self.family != "process-crash":  # the device matters only when power is lost
+            out["atomic_write"] = self.atomic_write
+            out["drive_ignores_flush"] = self.drive_ignores_flush
+        return out
+
+
+def device_default(model: PersistenceModel) -> PersistenceModel:
+    """``model`` with the default device guarantees (writes atomic per block, flushes
+    honoured): the model whose states are not hypothetical. ``model`` itself when it has
+    them."""
+    if not model.hypothetical:
+        return model
+    return replace(model, atomic_write=model.block_size, drive_ignores_flush=False)
+
+
+def with_device(
+    model: PersistenceModel, *, atomic_write: int | None = None, drive_ignores_flush: bool = False
+) -> PersistenceModel:
+    """``model`` with the device options of ``--atomic-write BYTES`` and
+    ``--drive-ignores-flush``. ``process-crash`` is returned unchanged: the page cache
+    survives a process crash, so what the drive does with it does not matter.
+
+    Raises:
+        ValueError: ``atomic_write`` is not a power of two between 512 and the block.
+    """
+    if model.family == "process-crash":
+        return model
+    if atomic_write is not None:
+        if (
+            atomic_write < 512
+            or atomic_write > model.block_size
+            or atomic_write & (atomic_write - 1)
+        ):
+            raise ValueError(
+                f"--atomic-write {atomic_write}: a power of two from 512 to the block size "
+                f"({model.block_size} bytes)"
+            )
+    else:
+        atomic_write = model.atomic_write
+    if atomic_write == model.atomic_write and drive_ignores_flush == model.drive_ignores_flush:
+        return model
+    return replace(model, atomic_write=atomic_write, drive_ignores_flush=drive_ignores_flush)
 
 
 REORDER_COMBINATIONS = 2**16

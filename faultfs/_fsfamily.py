@@ -137,6 +137,8 @@ class FileSystemFamily:
         its file ran (followed across renames); a metadata operation once every world
         forced it or committed past it; a failed operation (it changed nothing)."""
         done = list(ops[:k])
+        if model.drive_ignores_flush:  # nothing forced: only what changed nothing is kept
+            return [op.errno is None if op.kind.barrier else not effective(op) for op in done]
         replay = _Replay(self, model, _guess_initial(done))
         for op in done:
             replay.step(op, strict=False)
@@ -343,6 +345,9 @@ class _Replay:
         # operations their barriers settled
         self.awaiting: dict[int, set[str]] = {}
         self.settled: set[int] = set()
+        # dirty data tears at this many bytes: the block, or the device's smaller atomic
+        # write (FAULT-MODEL.md §3: 512 adds sub-block tears)
+        self.unit = min(model.block_size, model.atomic_write)
 
     # --- the trace ------------------------------------------------------------------
     def step(self, op: Op, *, strict: bool = True) -> None:
@@ -368,9 +373,11 @@ class _Replay:
             # applied to what the disk may hold (data an fsync-lost dropped stays lost)
             node.whole = _write(node.whole, op.offset, op.data)
             node.pending.append((None, op.offset, op.data))
-            bs = self.model.block_size
+            bs = self.unit
             node.dirty.update(range(op.offset // bs, (op.offset + len(op.data) - 1) // bs + 1))
             node.state = max(node.state, 2 if len(node.whole) != before else 1)
+        elif self.model.drive_ignores_flush and kind.barrier:
+            return  # the drive acknowledged the flush and kept its cache: nothing forced
         elif kind is _FSYNC or kind is _FDATASYNC:
             inode = vol.names.get(op.path)
             if inode is None:
@@ -639,7 +646,7 @@ class _Replay:
         truncation ``kept`` holds, or (delayed allocation) the end of a prefix of the
         chosen blocks."""
         node = self.data[inode]
-        bs = self.model.block_size
+        bs = self.unit
         bare = node.durable
         content = node.durable
         versions: dict[int, list[bytes]] = {}
@@ -855,9 +862,15 @@ def family_crash_points(
         ValueError: (when iterated) a bound is not positive, or an operation does not
             replay onto ``initial``.
     """
-    if model.block_size < 1 or model.max_states < 1 or model.writeback_bound < 0:
+    if (
+        model.block_size < 1
+        or model.max_states < 1
+        or model.writeback_bound < 0
+        or model.atomic_write < 1
+    ):
         raise ValueError(
-            f"model {model.name!r} needs block_size >= 1, max_states >= 1, writeback_bound >= 0"
+            f"model {model.name!r} needs block_size >= 1, max_states >= 1, "
+            "writeback_bound >= 0, atomic_write >= 1"
         )
     replay = _Replay(family, model, initial)
     n = len(ops)

@@ -31,8 +31,10 @@ from ._family import (
     CrashPoint,
     Family,
     PersistenceModel,
+    device_default,
     effective,
     new_crash_point,
+    with_device,
 )
 from ._fsfamily import FS_FAMILIES
 from ._image import CrashState
@@ -41,6 +43,7 @@ from ._process import PROCESS_FAMILY
 from ._trace import Op
 
 __all__ = [
+    "ALIASES",
     "FAMILIES",
     "FS_MODELS",
     "MODELS",
@@ -52,7 +55,9 @@ __all__ = [
     "Family",
     "ModelError",
     "PersistenceModel",
+    "canonical",
     "crash_points",
+    "device_default",
     "durable_at",
     "effective",
     "get_family",
@@ -60,6 +65,7 @@ __all__ = [
     "new_crash_point",
     "parse_models",
     "register_family",
+    "with_device",
 ]
 
 
@@ -96,32 +102,6 @@ PROCESS_CRASH = PersistenceModel(
     family=PROCESS_FAMILY.name,
 )
 
-POWER_LOSS = PersistenceModel(
-    "power-loss",
-    volatile_data=True,
-    source=(
-        "ext4 data=ordered with delayed allocation; LazyFS (Ramos et al., VLDB 2024); "
-        "ALICE torn appends (Pillai et al., OSDI 2014) (FAULT-MODEL.md §3)"
-    ),
-    family=POWER_FAMILY.name,
-)
-
-POWER_LOSS_REORDER = PersistenceModel(
-    "power-loss-reorder",
-    volatile_data=True,
-    reorder=True,
-    source=(
-        "ALICE default abstract persistence model (Pillai et al., OSDI 2014); "
-        "POSIX minimum (FAULT-MODEL.md §3)"
-    ),
-    family=POWER_FAMILY.name,
-)
-
-MODELS: dict[str, PersistenceModel] = {
-    m.name: m for m in (PROCESS_CRASH, POWER_LOSS, POWER_LOSS_REORDER)
-}
-"""The named models of ``--model all``, by name."""
-
 FS_MODELS: dict[str, PersistenceModel] = {
     f.name: PersistenceModel(
         f.name, volatile_data=True, reorder=not f.journal, source=f.source, family=f.name
@@ -129,16 +109,50 @@ FS_MODELS: dict[str, PersistenceModel] = {
     for f in FS_FAMILIES
 }
 """The models of the file-system families (``ext4``, ``xfs``, ``btrfs``, ``posix``;
-issue 20), by name: looked up by :func:`get_model` (and ``--model ext4``), not part of
-``--model all`` (docs/decisions.md)."""
+issue 20), by name."""
+
+MODELS: dict[str, PersistenceModel] = {PROCESS_CRASH.name: PROCESS_CRASH, **FS_MODELS}
+"""The models of ``--model all``, by name: ``process-crash`` and the four file-system
+families (issue 20)."""
+
+POWER_LOSS = PersistenceModel(
+    "power-loss",
+    volatile_data=True,
+    source="an alias of ext4 (issue 20; before it, the journaled model: CHANGELOG)",
+    family="ext4",
+)
+"""``power-loss``, kept as a name of the ``ext4`` family: a model of that name judges with
+``ext4``'s rules and a report names both (``"model": "power-loss", "family": "ext4"``)."""
+
+POWER_LOSS_REORDER = PersistenceModel(
+    "power-loss-reorder",
+    volatile_data=True,
+    reorder=True,
+    source="an alias of posix (issue 20; before it, the journaled model with ALICE's "
+    "reordering: CHANGELOG)",
+    family="posix",
+)
+"""``power-loss-reorder``, kept as a name of the ``posix`` family."""
+
+ALIASES: dict[str, PersistenceModel] = {m.name: m for m in (POWER_LOSS, POWER_LOSS_REORDER)}
+"""The models kept under their names of before issue 20, by name: each judges with its
+family's rules (``power-loss``: ``ext4``; ``power-loss-reorder``: ``posix``)."""
+
+
+def canonical(name: str) -> str:
+    """The name of the model ``name`` stands for: an alias's family (``power-loss`` ->
+    ``ext4``), any other name unchanged. Used where two reports are compared
+    (``--baseline``), so a finding under ``power-loss`` is the same finding under ``ext4``."""
+    alias = ALIASES.get(name)
+    return alias.family if alias is not None else name
 
 
 def get_model(name: str) -> PersistenceModel:
-    """The model called ``name`` (:data:`MODELS`, then :data:`FS_MODELS`). Raises
-    ``KeyError`` naming the known models."""
-    found = MODELS.get(name) or FS_MODELS.get(name)
+    """The model called ``name`` (:data:`MODELS`, then the aliases :data:`ALIASES`).
+    Raises ``KeyError`` naming the known models."""
+    found = MODELS.get(name) or ALIASES.get(name)
     if found is None:
-        known = ", ".join((*MODELS, *FS_MODELS))
+        known = ", ".join((*MODELS, *ALIASES))
         raise KeyError(f"unknown persistence model {name!r}; known: {known}")
     return found
 
@@ -213,12 +227,12 @@ def parse_models(
     spec: str | PersistenceModel | Sequence[str | PersistenceModel],
 ) -> list[PersistenceModel]:
     """The models ``spec`` names, in the order given, each once: ``"all"`` (the models
-    of :data:`MODELS`), a name (of :data:`MODELS` or of a file-system family,
-    :data:`FS_MODELS`), comma-separated names (any case, spaces ignored), a model, or a
-    sequence of names and models. The one parser of model names (the CLI, the pytest
-    plugin and the Python API use it). Raises :class:`ModelError` naming the known
-    models."""
-    named = {**MODELS, **FS_MODELS}  # the file-system families: by name, not in "all"
+    of :data:`MODELS`: ``process-crash`` and the four file-system families), a name (of
+    :data:`MODELS` or an alias, :data:`ALIASES`: kept under the name asked for),
+    comma-separated names (any case, spaces ignored), a model, or a sequence of names
+    and models. The one parser of model names (the CLI, the pytest plugin and the Python
+    API use it). Raises :class:`ModelError` naming the known models."""
+    named = {**MODELS, **ALIASES}
     known = f"known: {', '.join(named)}, all (or a comma-separated list)"
     if isinstance(spec, PersistenceModel):
         return [spec]

@@ -72,10 +72,10 @@ def _process_crash_points(
     """:func:`ProcessCrashFamily.crash_points` (its errors raised when iterated)."""
     if model.block_size < 1 or model.max_partial_writes < 2:
         raise ValueError(f"model {model.name!r} needs block_size >= 1 and max_partial_writes >= 2")
-    if model.volatile_data or model.reorder:
+    if model.volatile_data or model.reorder or model.hypothetical:
         raise ValueError(
             f"model {model.name!r}: family 'process-crash' keeps the page cache; "
-            "volatile data or reordering needs a power-loss family"
+            "volatile data, reordering or device options need a power-loss family"
         )
     image = Image.from_crash_state(initial)
     state: CrashState | None = None  # image.crash_state(), built when first needed

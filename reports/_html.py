@@ -59,9 +59,32 @@ def _summary(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "killed_by": ", ".join(s["killed_by"]) or "—",
             "exhaustive": s["exhaustive"],
             "cut": s["cut"],
+            "hypothetical": s.get("hypothetical_count", 0),
         }
         for s in report.get("scenarios", [])
     ]
+
+
+def _hypothetical(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The hypothetical findings, listed apart from the counterexamples (FAULT-MODEL.md
+    §3): at most :data:`CASES_SHOWN`."""
+    out: list[dict[str, Any]] = []
+    for s in report.get("scenarios", []):
+        for v in s.get("hypothetical", []):
+            if len(out) >= CASES_SHOWN:
+                return out
+            out.append(
+                {
+                    "invariant": v["invariant"],
+                    "model": v["model"],
+                    "workload": v["scenario"],
+                    "crash_point": v["crash_point"]["index"],
+                    "files": ", ".join(f"{n}: {w}" for n, w in v["crash_state"].items()),
+                    "got": v["load_returned"],
+                    "replay": v["replay"],
+                }
+            )
+    return out
 
 
 def _cases_from_violations(
@@ -184,6 +207,7 @@ def render_html(report: Mapping[str, Any], details: Mapping[str, Any] | None = N
         report=report,
         explain=explain,
         summary=_summary(report),
+        hypothetical=_hypothetical(report),
         cases=cases,
         cases_total=total,
         command=report.get("command") or ("verify" if "verdict" in report else "explore"),

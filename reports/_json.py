@@ -6,22 +6,30 @@ Shape (keys are a contract; acceptance checks read them)::
       "tool": "crashpoint", "version": "0.1.0",
       "format": 2,                         # this shape's version (2: severity order, "where")
       "model": "process-crash",            # as asked: a model name or "all"
+      "models": [{"name", "family", "options"}],  # what the verdict assumed (issue 20)
       "target": "reference",
       "scenarios": [
-        {"name", "model", "target", "operations", "crash_points", "raw_states",
+        {"name", "model", "family", "target", "operations", "crash_points", "raw_states",
          "distinct_states", "cut", "exhaustive", "invariants", "faults",
          "violation_count", "violations_listed", "killed_by",
+         "hypothetical_count", "hypothetical": [violation],  # issue 20: apart, see below
          "violations": [                   # minimal first; at most MAX_LISTED
            {"invariant", "title", "severity", "why", "fault", "session_id",
             "crash_point": {"index", "operation", "last_done", "where"},
             "crash_state": {file: rendering}, "state_digest",
             "expected", "load_returned", "replay"}]}],
       "totals": {"scenarios", "crash_points", "raw_states", "distinct_states",
-                 "cut", "violations"},
+                 "cut", "violations", "hypothetical"},
       "exhaustive": false when a bound left combinations out ("cut" counts them:
                     an upper bound on the distinct crash states not explored),
       "counterexample": <the most severe, then minimal, violation overall, or null>
     }
+
+A *hypothetical* finding (FAULT-MODEL.md §3) is reachable only through a model's device
+options (``--atomic-write`` below the block, ``--drive-ignores-flush``): it is listed in
+its scenario's ``hypothetical`` (at most MAX_LISTED) and counted in
+``totals.hypothetical``, never in ``violations``, ``killed_by``, ``counterexample`` or the
+exit code.
 
 Violations are listed most severe first (SPEC.md §8 classes: security, data-loss,
 invalid-history, semantics, warning), then by crash point.
@@ -52,6 +60,7 @@ __all__ = [
     "MAX_LISTED",
     "build_report",
     "build_verify_report",
+    "models_assumed",
     "report_extra",
     "violation_dict",
     "write_json",
@@ -113,6 +122,7 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
     return {
         "name": r.workload,
         "model": r.model,
+        "family": r.family or r.model,
         "target": r.target,
         "operations": r.operations,
         "crash_points": r.crash_points,
@@ -126,6 +136,10 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
         "violations_listed": len(listed := _listed(r.counterexamples)),
         "killed_by": r.killed_by(),
         "violations": [_with_broken(violation_dict(v), v, r.counterexamples) for v in listed],
+        "hypothetical_count": len(r.hypothetical),
+        "hypothetical": [
+            _with_broken(violation_dict(v), v, r.hypothetical) for v in _listed(r.hypothetical)
+        ],
     }
 
 
@@ -163,6 +177,7 @@ def build_report(
         "version": __version__,
         "format": FORMAT,
         "model": model,
+        "models": models_assumed(results),
         "target": target,
         "scenarios": scenarios,
         "totals": {
@@ -172,6 +187,7 @@ def build_report(
             "distinct_states": sum(r.distinct_states for r in results),
             "cut": sum(r.cut for r in results),
             "violations": sum(len(r.counterexamples) for r in results),
+            "hypothetical": sum(len(r.hypothetical) for r in results),
         },
         "exhaustive": all(r.exhaustive for r in results),
         "counterexample": violation_dict(minimal) if minimal is not None else None,
@@ -179,6 +195,18 @@ def build_report(
     if extra:
         report.update(extra)
     return report
+
+
+def models_assumed(results: Sequence[EngineResult]) -> list[dict[str, Any]]:
+    """Each model of ``results`` once, in order, with the family whose rules judged
+    under it and its options (``{"name": "power-loss", "family": "ext4", "options":
+    {"block_size": 4096, ...}}``): the verdict names what it assumed (issue 20)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for r in results:
+        seen.setdefault(
+            r.model, {"name": r.model, "family": r.family or r.model, "options": dict(r.options)}
+        )
+    return list(seen.values())
 
 
 def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> None:

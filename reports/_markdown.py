@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._publish import write_text
+from ._terminal import hypothetical_line, model_line
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -114,6 +115,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "`save#N` is the workload's storage call N (counting every call, loads included).",
         "",
     ]
+    if report.get("models"):
+        out += [
+            "Models assumed: " + "; ".join(f"`{model_line(m)}`" for m in report["models"]) + ".",
+            "",
+        ]
     if t.get("cut"):
         out += [
             f"bounded: {t['cut']} combinations not explored (an upper bound on the distinct "
@@ -149,6 +155,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         out += ["## First counterexample per scenario", ""]
         for v in listed:
             out += _violation_md(v)
+    if t.get("hypothetical"):  # apart, after the verdict's findings (FAULT-MODEL.md §3)
+        out += ["## Hypothetical findings", "", hypothetical_line(report) + ".", ""]
+        for s in report["scenarios"]:
+            for v in s.get("hypothetical", [])[:1]:
+                out += _violation_md(v)
     return "\n".join(out).rstrip() + "\n"
 
 

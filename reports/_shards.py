@@ -87,6 +87,9 @@ def result_record(r: EngineResult, *, first: bool) -> dict[str, Any]:
         "state_ids": sorted(r.state_ids),
         "subjects": r.subjects,
         "tiebreak": list(r.tiebreak),
+        "family": r.family,
+        "options": dict(r.options),
+        "hypothetical": [_counterexample_record(c) for c in r.hypothetical],
     }
 
 
@@ -111,6 +114,9 @@ def _result(d: Mapping[str, Any]) -> EngineResult:
         tiebreak=tuple(d["tiebreak"]),
         owned_points=int(d["crash_points"]),
         owned_cut=int(d["cut"]),
+        family=str(d.get("family", "")),
+        options=dict(d.get("options", {})),
+        hypothetical=[_counterexample(c) for c in d.get("hypothetical", [])],
     )
 
 

@@ -10,7 +10,32 @@ from rich.table import Table
 
 from ..scenarios.engine.explore import got_label
 
-__all__ = ["print_summary", "print_zoo"]
+__all__ = ["hypothetical_line", "model_line", "print_summary", "print_zoo"]
+
+
+def hypothetical_line(report: Mapping[str, Any]) -> str:
+    """What the summary (and report.md) says of the hypothetical findings: how many,
+    under which models, that they are not the verdict (FAULT-MODEL.md §3)."""
+    n = report["totals"].get("hypothetical", 0)
+    found: dict[str, set[str]] = {}
+    for s in report["scenarios"]:
+        found.setdefault(s["model"], set()).update(
+            h["invariant"] for h in s.get("hypothetical", [])
+        )
+    where = [f"{model} {', '.join(sorted(ids))}" for model, ids in found.items() if ids]
+    return (
+        f"hypothetical: {n} finding(s) reachable only through the device options "
+        f"(an atomic write below the block, a drive that ignores flushes; FAULT-MODEL.md §3), "
+        f"listed apart in the reports, not the verdict nor the exit code: {'; '.join(where)}"
+    )
+
+
+def model_line(entry: Mapping[str, Any]) -> str:
+    """One entry of a report's ``models`` as the summary names it: ``power-loss (family
+    ext4: block_size 4096, max_states 256, writeback_bound 6)``."""
+    options = ", ".join(f"{k} {v}" for k, v in entry.get("options", {}).items())
+    family = entry.get("family", entry["name"])
+    return f"{entry['name']} (family {family}{': ' + options if options else ''})"
 
 
 def print_summary(
@@ -45,6 +70,11 @@ def print_summary(
     for s in report["scenarios"]:
         ids += [i for i in s["invariants"] if i not in ids]
     console.print(f"invariants checked: {' '.join(ids)}", highlight=False, soft_wrap=True)
+    assumed = [model_line(m) for m in report.get("models", ())]
+    if assumed:
+        console.print(f"models: {'; '.join(assumed)}", highlight=False, soft_wrap=True)
+    if t.get("hypothetical"):
+        console.print(hypothetical_line(report), highlight=False, soft_wrap=True, markup=False)
     if t.get("cut"):
         console.print(
             f"[yellow]bounded: {t['cut']} combinations not explored[/] (an upper bound on the "

@@ -470,7 +470,7 @@ def test_parse_models_is_shared_by_the_cli_and_the_plugin() -> None:
         "power-loss",
         "process-crash",
     ]
-    assert len(parse_models("all")) == 3
+    assert len(parse_models("all")) == 5  # process-crash and the four families
     assert [m.name for m in parse_models(" Power-Loss ,power-loss")] == ["power-loss"]
     for bad in ("", "nope", "power-loss,,", "all,power-loss"):
         with pytest.raises(ValueError):
@@ -666,3 +666,17 @@ def test_a_reorder_bound_no_model_of_the_run_uses_is_said(
     assert "no model of this run reorders (process-crash)" in capsys.readouterr().err
     assert main([*argv, "--model", "all", "--out", str(tmp_path / "b")]) == 0
     assert "no model of this run reorders" not in capsys.readouterr().err
+
+
+def test_explore_lists_hypothetical_findings_apart(tmp_path: pathlib.Path) -> None:
+    """Issue 20: the agent kind under a drive that ignores flushes loses acknowledged
+    saves (R1), a hypothetical finding: exit 0, no counterexample, listed apart; the one
+    rule of the engine, as for the document kind (tests/verify)."""
+    argv = ["explore", "--model", "ext4", "--scenario", "three-saves", "--out", str(tmp_path)]
+    assert main([*argv, "--drive-ignores-flush"]) == 0
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["counterexample"] is None and rep["totals"]["violations"] == 0
+    assert rep["totals"]["hypothetical"] > 0
+    assert {h["invariant"] for s in rep["scenarios"] for h in s["hypothetical"]} == {"R1"}
+    assert rep["models"][0]["options"]["drive_ignores_flush"] is True
+    assert main([*argv, "--zoo", "--drive-ignores-flush"]) == 2  # the zoo takes none

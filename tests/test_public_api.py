@@ -68,6 +68,7 @@ PUBLIC: dict[str, set[str]] = {
         "unanswered_calls",
     },
     "crashpoint.faultfs": {
+        "ALIASES",
         "Clock",
         "CrashPoint",
         "CrashState",
@@ -96,7 +97,9 @@ PUBLIC: dict[str, set[str]] = {
         "SystemClock",
         "Trace",
         "VirtualClock",
+        "canonical",
         "crash_points",
+        "device_default",
         "durable_at",
         "effective",
         "get_family",
@@ -106,6 +109,7 @@ PUBLIC: dict[str, set[str]] = {
         "os_error",
         "parse_models",
         "register_family",
+        "with_device",
         "write_bytes",
     },
     "crashpoint.scenarios": {

@@ -29,6 +29,7 @@ from ...faultfs import (
     OpKind,
     PersistenceModel,
     crash_points,
+    device_default,
 )
 
 __all__ = [
@@ -367,6 +368,14 @@ class EngineResult:
             in it, so the N shards' owned counts add up to the unsharded run's
             ``crash_points`` and ``cut`` (a crash point with states in several shards is
             examined, and counted in ``crash_points``, by each).
+        hypothetical: findings reachable only through the model's device options (an
+            atomic write below the block, a drive that ignores flushes): their crash
+            state is not one of the default device's (FAULT-MODEL.md §3). Listed apart,
+            never in ``counterexamples``: not the headline, not the exit code.
+        family: the model family whose rules derived the crash states (``ext4`` for
+            the model ``power-loss``); options: the model's parameters
+            (:meth:`~crashpoint.faultfs.PersistenceModel.options`). The verdict names
+            what it assumed (issue 20).
     """
 
     workload: str
@@ -389,12 +398,16 @@ class EngineResult:
     """The kind's order of findings past severity, crash point and invariant."""
     owned_points: int = field(default=0, repr=False)
     owned_cut: int = field(default=0, repr=False)
+    family: str = ""
+    options: dict[str, int | None] = field(default_factory=dict, repr=False)
+    hypothetical: list[Counterexample] = field(default_factory=list)
 
     def sort(self) -> None:
         """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
         key = self.order_key
         self.counterexamples.sort(key=key)
         self.warnings.sort(key=key)
+        self.hypothetical.sort(key=key)
 
     def order_key(self, c: Counterexample) -> tuple[object, ...]:
         return counterexample_order(c, self.tiebreak)
@@ -436,6 +449,7 @@ class EngineResult:
         self.invariants = tuple(dict.fromkeys(self.invariants + other.invariants))
         self.counterexamples = [*self.counterexamples, *other.counterexamples]
         self.warnings = [*self.warnings, *other.warnings]
+        self.hypothetical = [*self.hypothetical, *other.hypothetical]
         self.sort()
         self.seconds += other.seconds
         self.check_seconds += other.check_seconds
@@ -647,6 +661,8 @@ def explore_models(
             invariants=invariants,
             faults=len(faults),
             tiebreak=kind.tiebreak,
+            family=model.family,
+            options=model.options(),
         )
         if crashes:
             result.subjects = base.subjects
@@ -692,6 +708,17 @@ class Tally(Protocol):
     cut: int
     owned_points: int
     owned_cut: int
+
+
+class _Uncounted:
+    """A tally nobody reads (the default device's states, enumerated to tell
+    hypothetical findings apart, are not the run's)."""
+
+    def __init__(self) -> None:
+        self.crash_points = 0
+        self.cut = 0
+        self.owned_points = 0
+        self.owned_cut = 0
 
 
 def judged_crash_states(
@@ -804,6 +831,7 @@ class _Judge(Generic[W, Obs]):
                 if self.shard is not None and not _in_shard(state, self.shard):
                     continue  # the shard holding its crash state reports it
                 by_state.setdefault((k, digest_of(state)), []).append((state, finding))
+        traced = set(by_state)  # judged on the state after k operations: never hypothetical
         for k, states in judged_crash_states(
             self.model,
             run.initial,
@@ -829,14 +857,46 @@ class _Judge(Generic[W, Obs]):
                         if finding.invariant in wanted:
                             by_state.setdefault((k, digest), []).append((state, finding))
             result.check_seconds += time.perf_counter() - t0
+        real = self._real_states(run, from_point, only) if by_state else None
         for (k, digest), pairs in by_state.items():
             broken = tuple(dict.fromkeys(f.invariant for _, f in pairs))
+            hypothetical = (
+                real is not None and (k, digest) not in traced and digest not in real.get(k, ())
+            )
             for state, finding in pairs:
                 c = self._counterexample(run, k, state, digest, finding, broken, marks)
                 if invariant_info(finding.invariant).severity == "warning":
                     result.warnings.append(c)
+                elif hypothetical:
+                    result.hypothetical.append(c)
                 else:
                     result.counterexamples.append(c)
+
+    def _real_states(
+        self, run: Run, from_point: int, only: Collection[int] | None
+    ) -> dict[int, set[str]] | None:
+        """The one rule of hypothetical findings, for every kind (FAULT-MODEL.md §3): under
+        a model with device options (:attr:`PersistenceModel.hypothetical`), the digests
+        of the crash states the default device leaves at each crash point judged
+        (:func:`~crashpoint.faultfs.device_default`); a finding in any other state is
+        reachable only through the options. None when the model has none (every state is
+        real). A trace finding is judged on the state after ``k`` operations, which every
+        model has."""
+        if not self.model.hypothetical:
+            return None
+        digest_of = self.digests.state
+        real: dict[int, set[str]] = {}
+        for k, states in judged_crash_states(
+            device_default(self.model),
+            run.initial,
+            run.ops,
+            _Uncounted(),
+            from_point=from_point,
+            only=only,
+            crash_point=self.crash_point,
+        ):
+            real[k] = {digest_of(state) for state in states}
+        return real
 
     def _counterexample(
         self,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...core._codec import decode_memo
-from ...faultfs import get_model
+from ...faultfs import get_model, with_device
 from ..engine.explore import EngineResult, fault_spec
 from ..engine.faults import fault_plan, parse_fault
 from ..engine.pool import worker_pool
@@ -52,6 +52,9 @@ class Task:
         reorder_bound: the model's ``reorder_bound`` (``--reorder-bound N``), or None.
         models: a fault slice explored under each of these models (each faulted run
             recorded once); empty: under ``model`` alone.
+        atomic_write, drive_ignores_flush: the device options of the models
+            (``--atomic-write``, ``--drive-ignores-flush``; None and False: the default
+            device).
     """
 
     scenario: str
@@ -62,6 +65,8 @@ class Task:
     shard: tuple[int, int] | None = None
     reorder_bound: int | None = None
     models: tuple[str, ...] = ()
+    atomic_write: int | None = None
+    drive_ignores_flush: bool = False
 
     @property
     def group(self) -> tuple[str, str, bool]:
@@ -84,6 +89,8 @@ def plan_tasks(
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
     reorder_bound: int | None = None,
+    atomic_write: int | None = None,
+    drive_ignores_flush: bool = False,
 ) -> list[Task]:
     """The tasks of an exploration, in report order (per model, per scenario). The
     fault slices of a scenario come once, at the first model, and carry every model
@@ -116,6 +123,9 @@ def plan_tasks(
                             tuple(models) if len(models) > 1 else (),
                         )
                     )
+    if atomic_write is not None or drive_ignores_flush:
+        device = {"atomic_write": atomic_write, "drive_ignores_flush": drive_ignores_flush}
+        tasks = [dataclasses.replace(t, **device) for t in tasks]  # type: ignore[arg-type]
     return tasks
 
 
@@ -153,6 +163,13 @@ def run_task(task: Task) -> list[EngineResult]:
     models = [get_model(name) for name in task.all_models]
     if task.reorder_bound is not None:
         models = [dataclasses.replace(m, reorder_bound=task.reorder_bound) for m in models]
+    if task.atomic_write is not None or task.drive_ignores_flush:
+        models = [
+            with_device(
+                m, atomic_write=task.atomic_write, drive_ignores_flush=task.drive_ignores_flush
+            )
+            for m in models
+        ]
     target = get_target(task.target)
     if task.faults is None:
         return [

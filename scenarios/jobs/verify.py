@@ -280,7 +280,7 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
             f"({runner.mode}) wrote nothing the harness can see"
         )
 
-    final = CrashState(tuple(sorted(_final_files(run))), tuple(sorted(doc.initial_state.dirs)))
+    final = _final_state(run)  # with the directories the save made (maildir's new/)
     if not run.escapes and not run.unsupported:
         obs = doc.observe(final)
         if obs.error is not None:
@@ -292,12 +292,14 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
             )
 
 
-def _final_files(run: Any) -> list[tuple[str, bytes]]:
+def _final_state(run: Any) -> CrashState:
+    """The disk after a clean run: its files and every directory, those the run made
+    included (a store that makes its directories on the first save loads from them)."""
     image = Image.from_crash_state(run.initial)
     for op in run.ops:
         if op.kind.mutating and not op.kind.barrier and op.errno is None:
             image.apply(op)
-    return list(image.crash_state().files)
+    return image.crash_state()
 
 
 def _err(exc: BaseException) -> str:
@@ -427,7 +429,9 @@ def _search_random(
     from hypothesis import strategies as st
     from hypothesis.errors import NoSuchExample
 
-    seen = EngineResult("random", model.name, doc.target)
+    seen = EngineResult(
+        "random", model.name, doc.target, family=model.family, options=model.options()
+    )
     last: list[Any] = []
 
     def fails(values: list[Any]) -> bool:

@@ -38,11 +38,11 @@ def test_zero_length_main_the_seed_reaches_it_under_power_loss(
     )
     assert code == 1 and report["exit_code"] == 1
     first = report["first_match"]
-    assert first["model"] == "power-loss" and "R1" in first["counted"]
+    assert first["model"] == "ext4" and "R1" in first["counted"]  # all: the families (issue 20)
     assert first["files"] == {"s1.json": "empty, 0 bytes"}
     assert "fsync" in first["cause"] and "rename" in first["cause"]
     # Only models that lose un-fsynced data reach it with an invariant failing.
-    assert {m["model"] for m in counted(report)} <= {"power-loss", "power-loss-reorder"}
+    assert {m["model"] for m in counted(report)} <= {"ext4", "xfs", "btrfs", "posix"}
     assert [w["id"] for w in report["invariants"]] == ["R1"]
     assert "SPEC.md §8" in report["invariants"][0]["spec"]
     assert report["load"]["error"] == "state_corrupt"
@@ -107,7 +107,7 @@ def test_complete_temporary_is_ignored_by_both_targets(
     # The seed's write path reaches the same structure under power loss with an
     # acknowledged save lost (R1): that, not the temporary, is its fault.
     assert code == 1
-    assert {m["model"] for m in counted(report)} <= {"power-loss", "power-loss-reorder"}
+    assert {m["model"] for m in counted(report)} <= {"ext4", "xfs", "btrfs", "posix"}
     assert "R1" in report["first_match"]["counted"]
     assert run_emitted(emitted, None, monkeypatch)
     assert run_emitted(emitted, "reference", monkeypatch) == []
@@ -135,7 +135,7 @@ def test_a_manifest_with_private_bytes_is_explained_by_shape(
     )
     code, report, _ = explain(capsys, tmp_path / "r", manifest, "--target", "seed")
     assert code == 1 and report["evidence"]["private"] is True
-    assert report["first_match"]["model"] == "power-loss"
+    assert report["first_match"]["model"] == "ext4"
     assert "R1" in report["first_match"]["counted"]
     private = tmp_path / "private.json"
     private.write_text(
@@ -187,7 +187,7 @@ def test_document_zero_length_main(
     )
     assert code == 1 and report["kind"] == "document"
     first = report["first_match"]
-    assert first["model"] == "power-loss" and {"A1", "A2"} & set(first["counted"])
+    assert first["model"] == "ext4" and {"A1", "A2"} & set(first["counted"])
     assert "SPEC.md §10" in report["invariants"][0]["spec"]
     code, report, _ = explain(capsys, tmp_path / "f", ZERO / "document", "--target", fixed)
     assert code == 0 and report["reachable"] is False

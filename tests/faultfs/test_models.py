@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 from crashpoint.faultfs import (
+    ALIASES,
     MODELS,
     POWER_LOSS,
     POWER_LOSS_REORDER,
@@ -29,12 +30,13 @@ from crashpoint.faultfs import (
     PersistenceModel,
     RecordingFileSystem,
     _power,
+    canonical,
     crash_points,
     effective,
     get_model,
     write_bytes,
 )
-from crashpoint.faultfs._power import reorder_bound
+from crashpoint.faultfs._power import JOURNALED, JOURNALED_REORDER, reorder_bound
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,17 +76,36 @@ def volatile(initial: CrashState, ops: list[Op]) -> list[CrashState]:
 
 
 def test_the_named_models() -> None:
-    assert list(MODELS) == ["process-crash", "power-loss", "power-loss-reorder"]
-    assert get_model("power-loss") is POWER_LOSS
+    assert list(MODELS) == ["process-crash", "ext4", "xfs", "btrfs", "posix"]
+    # issue 20: the old names are aliases judged by a family's rules
+    assert get_model("power-loss") is POWER_LOSS and POWER_LOSS.family == "ext4"
     assert get_model("power-loss-reorder") is POWER_LOSS_REORDER
-    assert POWER_LOSS.volatile_data and not POWER_LOSS.reorder
-    assert POWER_LOSS_REORDER.volatile_data and POWER_LOSS_REORDER.reorder
-    assert all(m.source for m in MODELS.values())
+    assert POWER_LOSS_REORDER.family == "posix"
+    assert canonical("power-loss") == "ext4" and canonical("power-loss-reorder") == "posix"
+    assert canonical("xfs") == "xfs"
+    assert "power-loss" not in MODELS and set(ALIASES) == {"power-loss", "power-loss-reorder"}
+    # the journaled engine of before, kept unnamed (the families are compared with it)
+    assert JOURNALED.volatile_data and not JOURNALED.reorder
+    assert JOURNALED_REORDER.volatile_data and JOURNALED_REORDER.reorder
+    assert JOURNALED.family == "journaled" and "journaled" not in MODELS
+    assert all(m.source for m in (*MODELS.values(), *ALIASES.values()))
     with pytest.raises(KeyError, match="power-loss"):
         get_model("power-cut")
 
 
-@pytest.mark.parametrize("model", [POWER_LOSS, POWER_LOSS_REORDER], ids=lambda m: m.name)
+def test_an_alias_has_the_states_of_its_family() -> None:
+    mem = MemoryFileSystem(dirs=("/base",))
+    initial = mem.crash_state()
+    fs = RecordingFileSystem(mem)
+    write_bytes(fs, "/base/f", b"x" * 9000)
+    fs.rename("/base/f", "/base/g")
+    for alias in ALIASES.values():
+        family = MODELS[alias.family]
+        got = [p.states for p in crash_points(alias, initial, fs.trace.ops)]
+        assert got == [p.states for p in crash_points(family, initial, fs.trace.ops)]
+
+
+@pytest.mark.parametrize("model", [JOURNALED, JOURNALED_REORDER], ids=lambda m: m.name)
 def test_model_bounds_must_be_positive(model: PersistenceModel) -> None:
     bad = dataclasses.replace(model, block_size=0)
     with pytest.raises(ValueError, match="block_size"):
@@ -94,7 +115,7 @@ def test_model_bounds_must_be_positive(model: PersistenceModel) -> None:
 def test_a_trace_from_another_disk_is_refused() -> None:
     ops = [Op(0, OpKind.WRITE, "/base/nowhere", data=b"x")]
     with pytest.raises(ValueError, match="does not replay"):
-        list(crash_points(POWER_LOSS, CrashState((), ("/base",)), ops))
+        list(crash_points(JOURNALED, CrashState((), ("/base",)), ops))
 
 
 # --- process crash ---------------------------------------------------------------------
@@ -130,7 +151,7 @@ def save_without_fsync(fs: FileSystem) -> None:
 
 def test_rename_without_fsync_can_leave_the_file_empty() -> None:
     """ext4 delayed allocation: the rename is committed, the data is not."""
-    states = final(POWER_LOSS, save_without_fsync)
+    states = final(JOURNALED, save_without_fsync)
     assert b"" in contents(states, "/base/main")
     assert contents(states, "/base/main") >= {b"payload", b"", bytes(7), None}
     # process-crash cannot lose it
@@ -143,7 +164,7 @@ def test_fsync_before_rename_keeps_the_data() -> None:
         fs.fsync("/base/tmp")
         fs.rename("/base/tmp", "/base/main")
 
-    result = points(POWER_LOSS, script)
+    result = points(JOURNALED, script)
     after_fsync = result[3:]
     for point in after_fsync:
         for state in point.states:
@@ -152,7 +173,7 @@ def test_fsync_before_rename_keeps_the_data() -> None:
 
 
 def test_torn_writes_persist_whole_blocks_and_read_back_zero_filled() -> None:
-    model = dataclasses.replace(POWER_LOSS, block_size=4)
+    model = dataclasses.replace(JOURNALED, block_size=4)
     states = final(model, lambda fs: write_bytes(fs, "/base/f", b"abcdefghij"))
     assert contents(states, "/base/f") == {
         None,  # the create was not committed
@@ -167,12 +188,12 @@ def test_torn_writes_persist_whole_blocks_and_read_back_zero_filled() -> None:
 
 
 def test_a_file_smaller_than_a_block_tears_to_zeros() -> None:
-    states = final(POWER_LOSS, lambda fs: write_bytes(fs, "/base/f", b"tiny"))
+    states = final(JOURNALED, lambda fs: write_bytes(fs, "/base/f", b"tiny"))
     assert contents(states, "/base/f") == {None, b"tiny", b"", b"\0\0\0\0"}
 
 
 def test_a_torn_append_keeps_the_synced_blocks() -> None:
-    model = dataclasses.replace(POWER_LOSS, block_size=4)
+    model = dataclasses.replace(JOURNALED, block_size=4)
 
     def script(fs: FileSystem) -> None:
         write_bytes(fs, "/base/f", b"AAAABB")
@@ -196,7 +217,7 @@ def test_data_belongs_to_the_inode_and_moves_with_rename() -> None:
         fs.fsync("/base/a")
         fs.rename("/base/a", "/base/b")
 
-    states = final(POWER_LOSS, synced_then_renamed)
+    states = final(JOURNALED, synced_then_renamed)
     assert {s.files for s in states} == {(("/base/a", b"data"),), (("/base/b", b"data"),)}
 
     def written_after_rename(fs: FileSystem) -> None:
@@ -205,13 +226,13 @@ def test_data_belongs_to_the_inode_and_moves_with_rename() -> None:
         fs.rename("/base/a", "/base/b")
         fs.write("/base/b", 0, b"late")
 
-    states = final(POWER_LOSS, written_after_rename)
+    states = final(JOURNALED, written_after_rename)
     assert contents(states, "/base/b") >= {b"late", b""}
     # a journal replays a prefix: the write's size change comes after the rename, so
     # with the rename lost the write is lost too (issue 9) ...
     assert contents(states, "/base/a") == {None, b""}
     # ... unless size changes reorder like other metadata (ALICE)
-    reordered = final(POWER_LOSS_REORDER, written_after_rename)
+    reordered = final(JOURNALED_REORDER, written_after_rename)
     assert (("/base/a", b"late"),) in {s.files for s in reordered}
 
 
@@ -222,7 +243,7 @@ def test_truncate_is_metadata_committed_by_a_barrier() -> None:
         fs.truncate("/base/f", 4)
         fs.fsync_dir(BASE)
 
-    result = points(POWER_LOSS, script)
+    result = points(JOURNALED, script)
     assert contents(result[3].states, "/base/f") == {b"0123456789"}
     assert contents(result[4].states, "/base/f") == {b"0123456789", b"0123"}
     assert contents(result[5].states, "/base/f") == {b"0123"}
@@ -236,7 +257,7 @@ def test_failed_operations_did_not_happen() -> None:
             fs.rename("/base/f", "/base/g")  # EXDEV: armed below
         fs.fsync_dir(BASE)
 
-    states = points(POWER_LOSS, script, fault=Fault(3, errno.EXDEV))[-1].states
+    states = points(JOURNALED, script, fault=Fault(3, errno.EXDEV))[-1].states
     assert [s.files for s in states] == [(("/base/f", b"data"),)]
 
 
@@ -248,7 +269,7 @@ def test_a_short_write_leaves_its_prefix() -> None:
             fs.write("/base/f", 0, b"0123456789")
         fs.fsync("/base/f")
 
-    states = points(POWER_LOSS, script, fault=Fault(2, kind=FaultKind.SHORT_WRITE))[-1].states
+    states = points(JOURNALED, script, fault=Fault(2, kind=FaultKind.SHORT_WRITE))[-1].states
     assert contents(states, "/base/f") == {b"01234"}
 
 
@@ -263,7 +284,7 @@ def test_lost_fsync_data_never_becomes_durable_through_a_retry() -> None:
         fs.fsync_dir(BASE)
 
     fault = Fault(2, kind=FaultKind.FSYNC_LOST)
-    result = points(POWER_LOSS, retried, fault=fault)
+    result = points(JOURNALED, retried, fault=fault)
     assert result[-1].states[0].file("/base/f") == b""
     for point in result[3:]:
         assert b"data" not in contents(point.states, "/base/f")
@@ -273,11 +294,11 @@ def test_lost_fsync_data_never_becomes_durable_through_a_retry() -> None:
         fs.write("/base/f", 0, b"data")
         fs.fsync("/base/f")
 
-    assert contents(points(POWER_LOSS, rewritten, fault=fault)[-1].states, "/base/f") == {b"data"}
+    assert contents(points(JOURNALED, rewritten, fault=fault)[-1].states, "/base/f") == {b"data"}
 
 
 def test_without_volatile_data_only_metadata_is_at_risk() -> None:
-    model = dataclasses.replace(POWER_LOSS_REORDER, name="metadata-only", volatile_data=False)
+    model = dataclasses.replace(JOURNALED_REORDER, name="metadata-only", volatile_data=False)
     assert contents(final(model, save_without_fsync), "/base/main") == {b"payload", None}
 
 
@@ -292,7 +313,7 @@ def test_metadata_persists_as_a_prefix_reaching_the_last_barrier() -> None:
         fs.mkdir("/base/c")
         fs.mkdir("/base/d")
 
-    dirs = {s.dirs for s in final(POWER_LOSS, script)}
+    dirs = {s.dirs for s in final(JOURNALED, script)}
     prefix = ("/base", "/base/a", "/base/b")
     assert dirs == {prefix, (*prefix, "/base/c"), (*prefix, "/base/c", "/base/d")}
 
@@ -307,7 +328,7 @@ def test_the_r1_seed_both_main_and_bak_empty() -> None:
         fs.rename("/base/main", "/base/bak")
         fs.rename("/base/tmp", "/base/main")
 
-    states = final(POWER_LOSS, script)
+    states = final(JOURNALED, script)
     assert (("/base/bak", b""), ("/base/main", b"")) in {s.files for s in states}
 
 
@@ -329,9 +350,9 @@ def names(states: tuple[CrashState, ...]) -> set[tuple[str, ...]]:
 
 def test_reorder_can_drop_an_unsynced_rename_and_keep_a_later_one() -> None:
     kept_later = ("/base/a", "/base/b2")
-    assert kept_later in names(final(POWER_LOSS_REORDER, two_renames))
-    assert kept_later not in names(final(POWER_LOSS, two_renames))
-    assert names(final(POWER_LOSS, two_renames)) == {("/base/a2", "/base/b2")}
+    assert kept_later in names(final(JOURNALED_REORDER, two_renames))
+    assert kept_later not in names(final(JOURNALED, two_renames))
+    assert names(final(JOURNALED, two_renames)) == {("/base/a2", "/base/b2")}
 
 
 def test_reorder_never_keeps_an_operation_whose_create_was_dropped() -> None:
@@ -344,7 +365,7 @@ def test_reorder_never_keeps_an_operation_whose_create_was_dropped() -> None:
         write_bytes(fs, "/base/z", b"other")
         fs.fsync("/base/z")
 
-    states = final(POWER_LOSS_REORDER, script)
+    states = final(JOURNALED_REORDER, script)
     assert ("/base/z",) in names(states)  # mkdir and everything under it dropped
     for state in states:
         for path, data in state.files:
@@ -364,7 +385,7 @@ def test_after_fsync_dir_nothing_before_it_is_lost() -> None:
         fs.fsync_dir(BASE)
         fs.create("/base/later")
 
-    result = points(POWER_LOSS_REORDER, script)
+    result = points(JOURNALED_REORDER, script)
     synced = (("/base/a2", b"a"), ("/base/c", b"c"))
     assert [s.files for s in result[-2].states] == [synced]
     assert {s.files for s in result[-1].states} == {synced, (*synced, ("/base/later", b""))}
@@ -377,8 +398,8 @@ def test_reorder_includes_every_power_loss_state() -> None:
         write_bytes(fs, "/base/d/f", b"f")
 
     initial, ops = record(script)
-    plain = list(crash_points(POWER_LOSS, initial, ops))
-    reordered = list(crash_points(POWER_LOSS_REORDER, initial, ops))
+    plain = list(crash_points(JOURNALED, initial, ops))
+    reordered = list(crash_points(JOURNALED_REORDER, initial, ops))
     assert any(len(r.states) > len(p.states) for p, r in zip(plain, reordered, strict=True))
     for p, r in zip(plain, reordered, strict=True):
         assert set(p.states) <= set(r.states)
@@ -395,14 +416,14 @@ def creates(count: int) -> Script:
 
 def test_reorder_is_exhaustive_up_to_sixteen_pending() -> None:
     """2**12 combinations of omitted creates: every subset of the names is a state."""
-    model = dataclasses.replace(POWER_LOSS_REORDER, max_states=10**6)
+    model = dataclasses.replace(JOURNALED_REORDER, max_states=10**6)
     point = points(model, creates(12))[-1]
     assert point.cut == 0
     assert len(names(point.states)) == 2**12
 
 
 def test_reorder_bound_counts_what_it_leaves_out() -> None:
-    model = dataclasses.replace(POWER_LOSS_REORDER, max_states=10**6, reorder_bound=2)
+    model = dataclasses.replace(JOURNALED_REORDER, max_states=10**6, reorder_bound=2)
     point = points(model, creates(12))[-1]
     got = names(point.states)
     assert not any(len(n) < 10 for n in got)
@@ -413,17 +434,17 @@ def test_reorder_bound_counts_what_it_leaves_out() -> None:
 
 
 def test_reorder_default_bound() -> None:
-    assert reorder_bound(POWER_LOSS_REORDER, 16) == 16  # 2**16 combinations: exhaustive
+    assert reorder_bound(JOURNALED_REORDER, 16) == 16  # 2**16 combinations: exhaustive
     # sum(C(17, i) for i <= 8) == 2**16; sum(C(18, i) for i <= 7) == 63004
-    assert reorder_bound(POWER_LOSS_REORDER, 17) == 8
-    assert reorder_bound(POWER_LOSS_REORDER, 18) == 7
-    assert reorder_bound(dataclasses.replace(POWER_LOSS_REORDER, reorder_bound=3), 18) == 3
-    assert reorder_bound(dataclasses.replace(POWER_LOSS_REORDER, reorder_bound=30), 18) == 18
+    assert reorder_bound(JOURNALED_REORDER, 17) == 8
+    assert reorder_bound(JOURNALED_REORDER, 18) == 7
+    assert reorder_bound(dataclasses.replace(JOURNALED_REORDER, reorder_bound=3), 18) == 3
+    assert reorder_bound(dataclasses.replace(JOURNALED_REORDER, reorder_bound=30), 18) == 18
 
 
 def test_reorder_beyond_the_limit_is_bounded_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_power, "REORDER_COMBINATIONS", 2**4)
-    model = dataclasses.replace(POWER_LOSS_REORDER, max_states=10**6)
+    model = dataclasses.replace(JOURNALED_REORDER, max_states=10**6)
     point = points(model, creates(6))[-1]
     assert len(names(point.states)) == 1 + 6  # 2**6 > 2**4: at most one omitted
     assert point.cut == 2**6 - 7
@@ -440,8 +461,8 @@ def many_files(fs: FileSystem) -> None:
 
 def test_cut_is_reported_when_the_bound_is_reached() -> None:
     initial, ops = record(many_files)
-    small = list(crash_points(dataclasses.replace(POWER_LOSS, max_states=5), initial, ops))
-    large = list(crash_points(dataclasses.replace(POWER_LOSS, max_states=10**6), initial, ops))
+    small = list(crash_points(dataclasses.replace(JOURNALED, max_states=5), initial, ops))
+    large = list(crash_points(dataclasses.replace(JOURNALED, max_states=10**6), initial, ops))
     assert all(p.cut == 0 for p in large)
     assert large[-1].cut == 0 and len(large[-1].states) > 100
     for s, big in zip(small, large, strict=True):
@@ -454,7 +475,7 @@ def test_cut_is_reported_when_the_bound_is_reached() -> None:
 def test_the_fairest_states_come_first() -> None:
     """Every metadata prefix with all data whole, then with all data lost, then the rest."""
     initial, ops = record(many_files)
-    point = list(crash_points(dataclasses.replace(POWER_LOSS, max_states=6), initial, ops))[-1]
+    point = list(crash_points(dataclasses.replace(JOURNALED, max_states=6), initial, ops))[-1]
     whole = volatile(initial, ops)[-1]
     assert point.states[0] == whole
     full = dict(whole.files)
@@ -466,7 +487,7 @@ def test_the_fairest_states_come_first() -> None:
 
 
 def test_states_are_distinct() -> None:
-    for model in (POWER_LOSS, POWER_LOSS_REORDER):
+    for model in (JOURNALED, JOURNALED_REORDER):
         for point in points(model, many_files):
             assert len(set(point.states)) == len(point.states)
 
@@ -477,11 +498,11 @@ def digests(model: PersistenceModel) -> list[list[str]]:
 
 
 def test_enumeration_is_deterministic_across_hash_seeds() -> None:
-    here = digests(POWER_LOSS_REORDER)
-    assert here == digests(POWER_LOSS_REORDER)
+    here = digests(JOURNALED_REORDER)
+    assert here == digests(JOURNALED_REORDER)
     code = (
         "import sys, json; sys.path.insert(0, sys.argv[1]); import test_models as t; "
-        "print(json.dumps(t.digests(t.POWER_LOSS_REORDER)))"
+        "print(json.dumps(t.digests(t.JOURNALED_REORDER)))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run(
@@ -554,7 +575,7 @@ def run_calls(fs: FileSystem, script: list[tuple[object, ...]]) -> None:
 @given(st.lists(calls, max_size=12))
 def test_properties_of_power_loss_states(script: list[tuple[object, ...]]) -> None:
     initial, ops = record(lambda fs: run_calls(fs, script))
-    model = dataclasses.replace(POWER_LOSS, block_size=4, max_states=10**6)
+    model = dataclasses.replace(JOURNALED, block_size=4, max_states=10**6)
     reorder = dataclasses.replace(model, name="r", reorder=True)
     seen = volatile(initial, ops)
     replay = MemoryFileSystem(initial)

@@ -9,8 +9,6 @@ import posixpath
 from collections.abc import Callable
 
 from crashpoint.faultfs import (
-    POWER_LOSS,
-    POWER_LOSS_REORDER,
     PROCESS_CRASH,
     CrashState,
     FileSystem,
@@ -23,6 +21,7 @@ from crashpoint.faultfs import (
     effective,
     write_bytes,
 )
+from crashpoint.faultfs._power import JOURNALED, JOURNALED_REORDER
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,16 +112,16 @@ def test_maildir_style_link_then_unlink_under_power_loss() -> None:
             fs.fsync_dir("/base/new")
 
     pending = {
-        tuple(sorted(names(s))) for s in final(POWER_LOSS, lambda fs: commit(fs, dirsync=False))
+        tuple(sorted(names(s))) for s in final(JOURNALED, lambda fs: commit(fs, dirsync=False))
     }
     assert pending == {
         ("/base/tmp/x",),
         ("/base/new/x", "/base/tmp/x"),
         ("/base/new/x",),
     }
-    for state in final(POWER_LOSS, lambda fs: commit(fs, dirsync=False)):
+    for state in final(JOURNALED, lambda fs: commit(fs, dirsync=False)):
         assert set(names(state).values()) == {b"mail"}  # the data was fsynced
-    synced = final(POWER_LOSS, lambda fs: commit(fs, dirsync=True))
+    synced = final(JOURNALED, lambda fs: commit(fs, dirsync=True))
     assert [names(s) for s in synced] == [{"/base/new/x": b"mail"}]
 
 
@@ -134,7 +133,7 @@ def test_two_names_of_one_inode_read_the_same_bytes_in_every_crash_state() -> No
         fs.fsync_dir(BASE)
         fs.write("/base/g", 0, b"b" * 10)  # pending: lost, whole or torn, for both names
 
-    model = dataclasses.replace(POWER_LOSS_REORDER, block_size=4, max_states=10**6)
+    model = dataclasses.replace(JOURNALED_REORDER, block_size=4, max_states=10**6)
     states = final(model, script)
     seen = set()
     for state in states:
@@ -153,7 +152,7 @@ def test_an_unsynced_directory_rename_moves_the_whole_subtree_or_nothing() -> No
         fs.fsync_dir(BASE)
         fs.rename("/base/d", "/base/e")
 
-    for model in (POWER_LOSS, POWER_LOSS_REORDER):
+    for model in (JOURNALED, JOURNALED_REORDER):
         got = {(s.dirs, tuple(names(s))) for s in final(model, script)}
         assert got == {
             (("/base", "/base/d"), ("/base/d/f",)),
@@ -172,10 +171,10 @@ def test_fdatasync_is_a_barrier_of_the_power_loss_family() -> None:
 
         return run
 
-    for model in (POWER_LOSS, POWER_LOSS_REORDER):
+    for model in (JOURNALED, JOURNALED_REORDER):
         assert final(model, script("fdatasync")) == final(model, script("fsync"))
     _, ops = record(script("fdatasync"))
-    assert durable_at(POWER_LOSS, ops, 3) == [True, True, True]
+    assert durable_at(JOURNALED, ops, 3) == [True, True, True]
 
 
 PATHS = ["/base/a", "/base/b", "/base/d", "/base/d/a", "/base/e", "/base/e/a"]
@@ -208,7 +207,7 @@ def test_properties_of_crash_states_with_the_new_operations(
 
     initial, ops = record(run)
     seen = [p.states[0] for p in crash_points(PROCESS_CRASH, initial, ops)]
-    model = dataclasses.replace(POWER_LOSS, block_size=4, max_states=10**6)
+    model = dataclasses.replace(JOURNALED, block_size=4, max_states=10**6)
     reorder = dataclasses.replace(model, name="r", reorder=True)
     replay = MemoryFileSystem(initial)
     plain = list(crash_points(model, initial, ops))

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 from crashpoint.core import FileStateStorage
 from crashpoint.faultfs import (
     MODELS,
-    POWER_LOSS,
-    POWER_LOSS_REORDER,
     PROCESS_CRASH,
     CrashState,
     FileSystem,
@@ -30,6 +28,7 @@ from crashpoint.faultfs import (
     effective,
     write_bytes,
 )
+from crashpoint.faultfs._power import JOURNALED, JOURNALED_REORDER
 from crashpoint.scenarios import Target, Workload, explore
 from crashpoint.scenarios.kinds.agent.catalogue import assistant, build_state, user
 from crashpoint.scenarios.kinds.agent.workload import Session
@@ -170,7 +169,7 @@ def test_a_later_write_never_extends_a_file_whose_truncation_was_lost() -> None:
         fs.write("/base/f", 0, b"NEW-AND-LONGER")
 
     initial, ops = record(script)
-    got = set(contents(list(crash_points(POWER_LOSS, initial, ops))[-1].states, "/base/f"))
+    got = set(contents(list(crash_points(JOURNALED, initial, ops))[-1].states, "/base/f"))
     assert b"OLD" + bytes(11) not in got
     assert got == {b"OLD", b"NEW-AND-LONGER", b"", bytes(14)}
 
@@ -178,7 +177,7 @@ def test_a_later_write_never_extends_a_file_whose_truncation_was_lost() -> None:
 def test_both_torn_forms_of_an_extending_write() -> None:
     data = bytes(range(1, 256)) * 40  # 10200 bytes, no zero byte
     initial, ops = record(lambda fs: write_bytes(fs, "/base/f", data))
-    got = set(contents(list(crash_points(POWER_LOSS, initial, ops))[-1].states, "/base/f"))
+    got = set(contents(list(crash_points(JOURNALED, initial, ops))[-1].states, "/base/f"))
     for p in (PAGE, 2 * PAGE):
         assert data[:p] in got  # ext4 delayed allocation: size advanced with the data
         assert data[:p] + bytes(len(data) - p) in got  # XFS: whole size, the rest zero
@@ -363,7 +362,7 @@ class Brute:
 
 
 METADATA_ONLY = dataclasses.replace(
-    POWER_LOSS_REORDER, name="metadata-only", volatile_data=False, max_states=10**6
+    JOURNALED_REORDER, name="metadata-only", volatile_data=False, max_states=10**6
 )
 
 
@@ -414,7 +413,7 @@ def test_a_bounded_reorder_counts_at_least_the_states_it_misses(
     script: list[tuple[object, ...]], bound: int
 ) -> None:
     initial, ops = record(lambda fs: run_calls(fs, script))
-    model = dataclasses.replace(POWER_LOSS_REORDER, block_size=4, max_states=10**6)
+    model = dataclasses.replace(JOURNALED_REORDER, block_size=4, max_states=10**6)
     full = list(crash_points(model, initial, ops))
     bounded = list(crash_points(dataclasses.replace(model, reorder_bound=bound), initial, ops))
     for f, b in zip(full, bounded, strict=True):
@@ -434,7 +433,7 @@ def test_no_power_loss_state_keeps_a_size_change_whose_earlier_metadata_was_lost
     barrier, and no file in it is longer than its inode ever was before metadata
     operation ``c`` (the first lost one) was issued."""
     initial, ops = record(lambda fs: run_calls(fs, script))
-    model = dataclasses.replace(POWER_LOSS, block_size=4, max_states=10**6)
+    model = dataclasses.replace(JOURNALED, block_size=4, max_states=10**6)
     for point in crash_points(model, initial, ops):
         brute = Brute(initial, ops[: point.index])
         prefixes = []
@@ -468,7 +467,7 @@ def test_both_torn_forms_appear(block: int, synced: bytes, data: bytes) -> None:
         fs.write("/base/f", len(synced), data)
 
     initial, ops = record(script)
-    model = dataclasses.replace(POWER_LOSS, block_size=block, max_states=10**6)
+    model = dataclasses.replace(JOURNALED, block_size=block, max_states=10**6)
     got = set(contents(list(crash_points(model, initial, ops))[-1].states, "/base/f"))
     whole = synced + data
     for p in range(block, len(whole), block):

@@ -123,7 +123,7 @@ def test_model_option_all_explores_every_model(user_tests: pytest.Pytester) -> N
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["crashpoint: model=all"])
     props = properties(user_tests.path / "out.xml")["test_reference_is_consistent"]
-    assert props["crashpoint_model"] == "process-crash,power-loss,power-loss-reorder"
+    assert props["crashpoint_model"] == "process-crash,ext4,xfs,btrfs,posix"
 
 
 @pytest.mark.parametrize(
@@ -343,9 +343,9 @@ def test_a_workload_that_judges_no_session_is_not_a_pass() -> None:
 
 def test_explorer_merges_several_models_into_one_result() -> None:
     result = Explorer(models="all").explore(Workload("w", "", two_sessions))
-    assert result.model == "process-crash,power-loss,power-loss-reorder"
+    assert result.model == "process-crash,ext4,xfs,btrfs,posix"
     single = Explorer().explore(two_sessions)
-    assert result.crash_points == 3 * single.crash_points
+    assert result.crash_points == 5 * single.crash_points
     assert result.state_ids >= single.state_ids
 
 

@@ -415,9 +415,9 @@ def check() -> int:
     """Print what the reality suite can run on this machine (one line per part)."""
     parts = {
         "process-crash (real SIGKILL)": process_crash_unavailable(),
-        "power-loss on ext4 (loop device)": power_loss_unavailable("ext4"),
-        "power-loss on xfs (loop device)": power_loss_unavailable("xfs"),
-        "power-loss-reorder on btrfs (loop device)": power_loss_unavailable("btrfs"),
+        "the ext4 family on ext4 (loop device)": power_loss_unavailable("ext4"),
+        "the xfs family on xfs (loop device)": power_loss_unavailable("xfs"),
+        "the btrfs family on btrfs (loop device)": power_loss_unavailable("btrfs"),
     }
     for part, why in parts.items():
         print(f"reality: {part}: {'runs' if why is None else 'SKIPPED: ' + why}")

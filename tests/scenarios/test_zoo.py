@@ -12,6 +12,7 @@ from crashpoint._cli import main
 from crashpoint.core import AgentState, FileStateStorage
 from crashpoint.faultfs import (
     MODELS,
+    POWER_LOSS,
     PROCESS_CRASH,
     Fault,
     FaultKind,
@@ -32,6 +33,7 @@ from crashpoint.scenarios import (
     kill_matrix,
     parse_fault,
 )
+from crashpoint.scenarios.jobs.zoo import ZOO_MODELS
 from crashpoint.scenarios.kinds.agent.catalogue import build_state, user
 
 
@@ -53,9 +55,7 @@ def test_reference_passes_every_fault_under_every_model(model: str) -> None:
 
 def test_seed_under_power_loss_loses_both_main_and_bak() -> None:
     """SPEC §8: two quick saves, a power cut, main and bak both empty: state_corrupt (R1)."""
-    result = explore(
-        SCENARIOS["two-quick-saves"], model=MODELS["power-loss"], target=TARGETS["seed"]
-    )
+    result = explore(SCENARIOS["two-quick-saves"], model=POWER_LOSS, target=TARGETS["seed"])
     assert "R1" in result.killed_by()
     both_lost = [
         v
@@ -70,7 +70,7 @@ def test_seed_under_power_loss_loses_both_main_and_bak() -> None:
     assert v.got.startswith("error state_corrupt")
     # after the second save was acknowledged: nothing was fsynced, all data can be lost
     assert v.crash_point == result.operations
-    assert explore(SCENARIOS["two-quick-saves"], model=MODELS["power-loss"]).ok
+    assert explore(SCENARIOS["two-quick-saves"], model=POWER_LOSS).ok
 
 
 def test_seed_cli_power_loss_exits_1(tmp_path: pathlib.Path) -> None:
@@ -96,11 +96,27 @@ def test_zoo_cli_exits_0_and_writes_the_matrix(tmp_path: pathlib.Path) -> None:
     assert main(["explore", "--zoo", "--out", str(tmp_path)]) == 0
     zoo = json.loads((tmp_path / "report.json").read_text())["zoo"]
     assert zoo["ok"] is True
-    assert zoo["models"] == [*MODELS, FAULT_COLUMN]
+    # issue 20: the zoo explores process-crash, ext4 and posix by default
+    assert zoo["models"] == ["process-crash", "ext4", "posix", FAULT_COLUMN]
+    assert [m.name for m in ZOO_MODELS] == zoo["models"][:-1]
     rows = {r["target"]: r for r in zoo["rows"]}
     assert rows["reference"]["verdict"] == "clean"
     assert len(rows) == len(MUTANTS) + 1
     assert all(r["verdict"] == "killed" for t, r in rows.items() if t != "reference")
+
+
+def test_a_mutant_expected_under_ext4_is_killed_in_the_column_of_its_alias() -> None:
+    target = MUTANTS["no-fsync-before-rename"]
+    assert target.expected == ("R1", "ext4")
+    rows, _ = kill_matrix(
+        targets=[target], models=[POWER_LOSS], workloads=[SCENARIOS["three-saves"]], faults=False
+    )
+    assert "R1" in rows[0].killed["power-loss"] and rows[0].verdict == "killed"
+    # and a column of another family does not count for it
+    rows, _ = kill_matrix(
+        targets=[target], models=[PROCESS_CRASH], workloads=[SCENARIOS["three-saves"]], faults=False
+    )
+    assert rows[0].verdict == "not-run"
 
 
 def test_zoo_in_parallel_gives_the_same_matrix_as_serially() -> None:

@@ -60,8 +60,10 @@ def test_the_durable_store_passes_every_model_with_every_fault(
     assert rep["totals"]["violations"] == 0 and rep["totals"]["distinct_states"] > 0
     assert {s["model"] for s in rep["scenarios"]} == {
         "process-crash",
-        "power-loss",
-        "power-loss-reorder",
+        "ext4",
+        "xfs",
+        "btrfs",
+        "posix",
     }
     assert all(s["faults"] > 0 for s in rep["scenarios"])
     assert {"A1", "A2", "A3", "A4", "A5", "S1"} <= {
@@ -579,3 +581,133 @@ def test_a_fault_past_every_run_is_exit_2_not_a_clean_pass(
         capsys, tmp_path / "far", f"{STORE}:InPlaceJsonStore", "--fault", "999:ENOSPC"
     )
     assert code == 2 and "no workload run has operation 999" in err, out
+
+
+def test_a_baseline_naming_the_old_model_names_is_comparable(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 20: power-loss is an alias of ext4; a baseline of findings under the old name
+    knows the same findings under ext4 (and back), so a CI config keeps working."""
+    target = f"{STORE}:NoFsyncJsonStore"
+    args = ("--workload", "first-save")
+    assert run(capsys, tmp_path / "old", target, "--model", "power-loss", *args)[0] == 1
+    old = report(tmp_path / "old")
+    assert {s["model"] for s in old["scenarios"]} == {"power-loss"}
+    assert {s["family"] for s in old["scenarios"]} == {"ext4"}
+    assert killed(old, "power-loss")
+    baseline = str(tmp_path / "old" / "report.json")
+    code, out, _ = run(
+        capsys, tmp_path / "ext4", target, "--model", "ext4", *args, "--baseline", baseline
+    )
+    assert code == 0, out
+    assert report(tmp_path / "ext4")["baseline"]["new"] == []
+    # and a finding under another family is new
+    code, _, _ = run(
+        capsys, tmp_path / "xfs", target, "--model", "xfs", *args, "--baseline", baseline
+    )
+    assert code == 1 and report(tmp_path / "xfs")["baseline"]["new"]
+
+
+def test_the_report_and_summary_name_the_family_and_its_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(
+        capsys,
+        tmp_path,
+        f"{STORE}:JsonStore",
+        "--model",
+        "power-loss-reorder,btrfs",
+        "--workload",
+        "first-save",
+    )
+    assert code == 0, out
+    rep = report(tmp_path)
+    assert [(m["name"], m["family"]) for m in rep["models"]] == [
+        ("power-loss-reorder", "posix"),
+        ("btrfs", "btrfs"),
+    ]
+    assert rep["models"][1]["options"] == {
+        "block_size": 4096,
+        "max_states": 256,
+        "writeback_bound": 6,
+        "atomic_write": 4096,
+        "drive_ignores_flush": False,
+    }
+    assert rep["models"][0]["options"]["reorder_bound"] is None
+    assert "power-loss-reorder (family posix: block_size 4096" in " ".join(out.split())
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "`btrfs (family btrfs: block_size 4096, max_states 256, writeback_bound 6, " in md
+
+
+def test_a_store_broken_only_by_a_512_byte_tear_has_hypothetical_findings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 20, device guarantees: BlockAtomicStore overwrites one block in place and
+    relies on the block being written atomically. Under the default device it passes;
+    with --atomic-write 512 its torn document is a hypothetical finding (FAULT-MODEL.md
+    §3): listed apart in report.json, report.md and report.html, not the headline, not
+    the verdict, exit 0."""
+    target = f"{STORES}:BlockAtomicStore"
+    args = ("--model", "ext4,posix", "--workload", "first-save", "--workload", "ten-saves")
+    code, out, _ = run(capsys, tmp_path / "default", target, *args)
+    assert code == 0, out
+    clean = report(tmp_path / "default")
+    assert clean["totals"]["hypothetical"] == 0 and clean["verdict"] == "clean"
+    code, out, _ = run(capsys, tmp_path / "torn", target, *args, "--atomic-write", "512")
+    assert code == 0, out
+    rep = report(tmp_path / "torn")
+    assert rep["verdict"] == "clean" and rep["totals"]["violations"] == 0
+    assert rep["counterexample"] is None
+    assert rep["totals"]["hypothetical"] > 0
+    hyp = [h for s in rep["scenarios"] for h in s["hypothetical"]]
+    assert {h["invariant"] for h in hyp} >= {"A1"} and {h["model"] for h in hyp} == {
+        "ext4",
+        "posix",
+    }
+    assert all(not s["killed_by"] for s in rep["scenarios"])
+    assert {m["options"]["atomic_write"] for m in rep["models"]} == {512}
+    # a torn document: one 4096-byte block, not the old one, not the new one
+    assert any("4096 bytes" in w for h in hyp for w in h["crash_state"].values())
+    assert "hypothetical:" in out and "ext4 A1" in " ".join(out.split())
+    md = (tmp_path / "torn" / "report.md").read_text(encoding="utf-8")
+    assert "## Hypothetical findings" in md
+    page = (tmp_path / "torn" / "report.html").read_text(encoding="utf-8")
+    assert 'id="hypothetical"' in page and "hypothetical)" in page
+    # a drive that ignores flushes: the acknowledged document may be lost (A2)
+    code, out, _ = run(capsys, tmp_path / "flush", target, *args, "--drive-ignores-flush")
+    assert code == 0, out
+    rep = report(tmp_path / "flush")
+    assert "A2" in {h["invariant"] for s in rep["scenarios"] for h in s["hypothetical"]}
+    assert rep["verdict"] == "clean"
+
+
+def test_a_real_finding_stays_the_verdict_under_device_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A finding the default device reaches is not hypothetical under --atomic-write 512:
+    the store without fsyncs still fails (exit 1, the headline)."""
+    code, out, _ = run(
+        capsys,
+        tmp_path,
+        f"{STORE}:NoFsyncJsonStore",
+        *("--model", "ext4", "--workload", "first-save", "--atomic-write", "512"),
+    )
+    assert code == 1, out
+    rep = report(tmp_path)
+    assert rep["counterexample"] is not None and rep["counterexample"]["model"] == "ext4"
+    assert {"A2"} <= set(rep["scenarios"][0]["killed_by"])
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("--atomic-write", "1000", "--model", "ext4"), "a power of two from 512"),
+        (("--atomic-write", "512"), "applies to the power-loss families"),
+        (("--drive-ignores-flush", "--model", "process-crash"), "only process-crash"),
+    ],
+)
+def test_bad_device_options_are_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: tuple[str, ...], why: str
+) -> None:
+    code, _, err = run(capsys, tmp_path, f"{STORE}:JsonStore", *args)
+    assert code == 2 and why in err and "Traceback" not in err, err

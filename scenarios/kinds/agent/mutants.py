@@ -266,7 +266,7 @@ class OverwritesCollidingId(_Mutant):
         pass
 
 
-@mutant("no-fsync-before-rename", invariant="R1", model="power-loss")
+@mutant("no-fsync-before-rename", invariant="R1", model="ext4")
 class NoFsyncBeforeRename(_Mutant):
     """tmp is renamed over main without an fsync of its data first: on ext4 with
     delayed allocation a power cut persists the rename but not the data, leaving a
@@ -276,7 +276,7 @@ class NoFsyncBeforeRename(_Mutant):
         pass
 
 
-@mutant("no-dir-fsync", invariant="R1", model="power-loss-reorder")
+@mutant("no-dir-fsync", invariant="R1", model="posix")
 class NoDirFsync(_Mutant):
     """The directory is never fsynced after the renames: save returns before its new
     directory entries are durable, so a power cut can bring back the previous main
@@ -293,7 +293,7 @@ class NoDirFsync(_Mutant):
             self._ensure_base()
 
 
-@mutant("marker-not-synced", invariant="E1", model="power-loss")
+@mutant("marker-not-synced", invariant="E1", model="ext4")
 class MarkerNotSynced(_Mutant):
     """mark_not_resumable writes the ended marker and returns without fsyncing it or
     its directory: after a power cut the marker is gone and the terminal snapshot is

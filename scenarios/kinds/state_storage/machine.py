@@ -57,6 +57,7 @@ from ....faultfs import (
     RecordingFileSystem,
     SimulatedCrash,
     crash_points,
+    device_default,
     get_model,
 )
 from ...targets.user import a_storage
@@ -640,9 +641,13 @@ def _note(text: str) -> None:
 
 
 def _models(models: Iterable[PersistenceModel | str] | None) -> tuple[PersistenceModel, ...]:
+    """The models the machine crashes under, each with the default device
+    (:func:`~crashpoint.faultfs.device_default`): the machine picks one crash state and
+    fails on it, so it cannot list a hypothetical finding apart (FAULT-MODEL.md §3); the
+    engine's explorations judge the device options."""
     if models is None:
         return tuple(MODELS.values())
-    chosen = tuple(get_model(m) if isinstance(m, str) else m for m in models)
+    chosen = tuple(device_default(get_model(m) if isinstance(m, str) else m) for m in models)
     if not chosen:
         raise ValueError("models must name at least one persistence model")
     return chosen
@@ -763,7 +768,8 @@ def storage_state_machine(
             pick=st.integers(0, 255),
         )
         def crash_now(self, model: str, at: int, pick: int) -> None:
-            self.harness.arm(by_name[model], at, pick)
+            # a name outside the chosen models (an alias: power-loss) is looked up
+            self.harness.arm(by_name.get(model) or get_model(model), at, pick)
 
         @rule(
             sid=sessions,
