@@ -197,3 +197,14 @@ def test_verify_state_storage_in_3_shards_merges_to_the_unsharded_report(tmp_pat
         tmp_path, [*args, "--examples", "2", "--workload", "first-save", "--workload", "delete"], 3
     )
     assert whole["conformance"] and whole["verdict"] == "clean"
+
+
+def test_verify_with_hypothetical_findings_in_2_shards_merges_to_the_unsharded_report(
+    tmp_path: Path,
+) -> None:
+    """Each shard's hypothetical findings (a tear below the block, issue 20) come back in
+    the merged report, listed apart as in the unsharded one."""
+    store = ROOT / "tests" / "verify" / "stores.py"
+    args = ["verify", f"{store}:BlockAtomicStore", "--model", "ext4", "--atomic-write", "512"]
+    whole = _merged_equals_whole(tmp_path, [*args, "--workload", "first-save"], 2)
+    assert whole["verdict"] == "clean" and whole["totals"]["hypothetical"] > 0
