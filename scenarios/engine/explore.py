@@ -822,7 +822,6 @@ class _Judge(Generic[W, Obs]):
         digest_of = self.digests.state
         observe, judge = kind.observe, kind.judge
         by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
-        marks = run.timeline_marks()
 
         for k, finding in kind.trace_findings(run):
             invariant_info(finding.invariant)  # an unregistered id is a KeyError, no drop
@@ -858,6 +857,7 @@ class _Judge(Generic[W, Obs]):
                             by_state.setdefault((k, digest), []).append((state, finding))
             result.check_seconds += time.perf_counter() - t0
         real = self._real_states(run, from_point, only) if by_state else None
+        marks = run.timeline_marks() if by_state else []  # built only for findings
         for (k, digest), pairs in by_state.items():
             broken = tuple(dict.fromkeys(f.invariant for _, f in pairs))
             hypothetical = (
