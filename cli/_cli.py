@@ -14,7 +14,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from rich.console import Console
 
@@ -37,10 +37,11 @@ from ._options import (
 
 if TYPE_CHECKING:
     from .faultfs import Fault, FaultKind, Op, OpKind, PersistenceModel
-    from .scenarios import EngineResult, Target, Workload
-    from .scenarios.jobs.explore import Task
+    from .scenarios import Target, Workload
 
 __all__ = ["main", "run"]
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
@@ -112,30 +113,23 @@ def _jobs(text: str) -> int:
     return value
 
 
-def with_progress(
-    tasks: Sequence[Task],
-    jobs: int,
-    run: Callable[..., list[EngineResult]],
-    err: Console | None = None,
-) -> list[EngineResult]:
-    """``run(tasks, jobs=jobs, progress=...)`` with a rich progress bar on a terminal,
-    and without one a :class:`~crashpoint._options.ProgressLine` on standard error
-    every few seconds (CI logs)."""
+def with_progress(run: Callable[[Callable[[int, int], None]], T], err: Console | None = None) -> T:
+    """``run(progress)`` with a rich progress bar on a terminal, and without one a
+    :class:`~crashpoint._options.ProgressLine` on standard error every few seconds (CI
+    logs); ``progress(done, total)`` is the callback ``run`` reports to."""
     if not sys.stderr.isatty():
         console = err or Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
         def emit(line: str) -> None:
             console.print(line, markup=False, highlight=False)
 
-        with ProgressLine("exploring", len(tasks), emit) as line:
-            return run(tasks, jobs=jobs, progress=line)
+        with ProgressLine("exploring", 0, emit) as line:
+            return run(line)
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
-        task_id = bar.add_task("exploring", total=len(tasks))
-        return run(
-            tasks, jobs=jobs, progress=lambda done, total: bar.update(task_id, completed=done)
-        )
+        task_id = bar.add_task("exploring", total=None)
+        return run(lambda done, total: bar.update(task_id, completed=done, total=total))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -537,33 +531,30 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.zoo:
         return _zoo(args, workloads, models, out, jobs, console, err)
     from .reports import print_summary
-    from .scenarios.jobs.explore import auto_jobs, explore_run_id, plan_tasks, run_tasks
+    from .scenarios.jobs import explore as agent  # registers the kind `agent`
+    from .scenarios.jobs.plan import Plan, run_plan
 
-    tasks = plan_tasks(
-        [w.name for w in workloads],
-        [m.name for m in models],
+    plan = Plan(
+        agent.KIND,
         target.name,
-        crashes=fault is None,
+        tuple(models),
+        workloads=tuple(w.name for w in workloads),
         faults=args.faults,
-        only_fault=args.fault,
+        fault=fault,
         crash_point=args.crash_point,
         shard=args.shard,
-        reorder_bound=args.reorder_bound,
-        atomic_write=args.atomic_write,
-        drive_ignores_flush=args.drive_ignores_flush,
+        jobs=jobs,
+        options={
+            "reorder_bound": args.reorder_bound,
+            "atomic_write": args.atomic_write,
+            "drive_ignores_flush": args.drive_ignores_flush,
+            "auto_jobs": args.jobs is None,  # 1 for a small run, all cores for a large one
+        },
     )
-    if args.jobs is None:  # the default: 1 for a small run, all cores for a large one
-        jobs = auto_jobs(tasks, jobs)
-    results = with_progress(tasks, jobs, run_tasks, err)
-    run_id = explore_run_id(
-        [w.name for w in workloads],
-        [m.name for m in models],
-        target.name,
-        faults=args.faults,
-        only_fault=args.fault,
-        crash_point=args.crash_point,
-        reorder_bound=args.reorder_bound,
-    )
+    verdict = with_progress(lambda progress: run_plan(plan, progress=progress), err)
+    results, run_id = verdict.results, verdict.run_id
+    for r in results:  # a change on the real disk during the run (faultfs/_canary.py)
+        r.unsupported += [c for c in verdict.canary if c not in r.unsupported]
     report, details = explore_report(results, model=args.model, target=target.name, run_id=run_id)
     examined_nothing = bool(report.get("examined_nothing"))
     if args.shard is not None:  # what `crashpoint report merge` needs (reports/_shards.py)
@@ -574,6 +565,9 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
     code = EXIT_VIOLATION if report["totals"]["violations"] else EXIT_OK
     if args.require_exhaustive and not report["exhaustive"]:
         code = EXIT_VIOLATION  # --require-exhaustive: a bound is a failure
+    if verdict.canary:  # never a false green: the run touched the real disk
+        code = EXIT_VIOLATION
+        err.print(f"crashpoint: verdict incomplete: {'; '.join(verdict.canary)}", markup=False)
     if examined_nothing:
         code = EXIT_VIOLATION
         err.print(

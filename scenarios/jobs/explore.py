@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...core._codec import decode_memo
 from ...faultfs import get_model, with_device
@@ -20,16 +21,22 @@ from ..engine.faults import fault_plan, parse_fault
 from ..engine.pool import worker_pool
 from ..kinds.agent.kind import explore, explore_faults_models, record
 from ..kinds.agent.targets import get_target
-from ..kinds.agent.workload import SCENARIOS
-from .plan import run_id
+from ..kinds.agent.workload import BASE_DIR, SCENARIOS
+from ..kinds.registry import KindEntry, register_kind
+from ..targets.user import BadTarget
+from .plan import Plan, run_id
+from .verdict import VerifyResult
 
 __all__ = [
+    "EXPLORE_OPTIONS",
     "FAULT_SLICE",
+    "KIND",
     "SMALL_RUN",
     "Task",
     "auto_jobs",
     "explore_run_id",
     "plan_tasks",
+    "run_explore",
     "run_tasks",
 ]
 
@@ -259,3 +266,83 @@ def run_tasks(
                 merged[group] = part
     groups = sorted(merged, key=lambda g: (model_order[g[1]], scenario_order[g[0]], g[2]))
     return [merged[g] for g in groups]
+
+
+KIND = "agent"
+"""The kind ``crashpoint explore`` and the zoo run: the embedded catalogue's targets."""
+
+EXPLORE_OPTIONS = frozenset(
+    {"reorder_bound", "atomic_write", "drive_ignores_flush", "auto_jobs", "crashes"}
+)
+"""The ``agent`` kind's plan options: ``--reorder-bound``, ``--atomic-write``,
+``--drive-ignores-flush`` as given (None/False: not given; the plan's models are the
+named ones, the tasks rebuild them in each worker), ``auto_jobs`` (``--jobs`` not
+given: :func:`auto_jobs` decides, up to ``Plan.jobs``) and ``crashes`` (False: only the
+faulted re-runs, as the zoo's fault column)."""
+
+
+def run_explore(
+    plan: Plan,
+    factory: object = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifyResult:
+    """``crashpoint explore``'s front end of :func:`~.plan.run_plan` (kind ``agent``):
+    the plan's scenarios (``Plan.workloads``, None: the whole catalogue) of the
+    catalogue target ``Plan.target`` (``reference``, ``seed``, ``mutant:NAME``) cut into
+    :func:`plan_tasks`, run on ``Plan.jobs`` processes by :func:`run_tasks` and merged.
+    ``factory`` is unused: the kind's targets are its own. Returns a ``VerifyResult``
+    whose ``results`` are :func:`run_tasks`'s and whose ``run_id`` is
+    :func:`explore_run_id`'s. Raises KeyError for an unknown scenario or target."""
+    options = plan.options
+    scenarios = list(plan.workloads) if plan.workloads is not None else list(SCENARIOS)
+    models = [m.name for m in plan.models]
+    only_fault = fault_spec(plan.fault) if plan.fault is not None else None
+    tasks = plan_tasks(
+        scenarios,
+        models,
+        plan.target,
+        crashes=plan.fault is None and options.get("crashes", True),
+        faults=plan.faults,
+        only_fault=only_fault,
+        crash_point=plan.crash_point,
+        shard=plan.shard,
+        reorder_bound=options.get("reorder_bound"),
+        atomic_write=options.get("atomic_write"),
+        drive_ignores_flush=bool(options.get("drive_ignores_flush")),
+    )
+    jobs = auto_jobs(tasks, plan.jobs) if options.get("auto_jobs") else plan.jobs
+    result = VerifyResult(plan.target, KIND, "catalogue", models, seed=plan.seed)
+    result.results = run_tasks(tasks, jobs=jobs, progress=progress)
+    result.run_id = explore_run_id(
+        scenarios,
+        models,
+        plan.target,
+        faults=plan.faults,
+        only_fault=only_fault,
+        crash_point=plan.crash_point,
+        reorder_bound=options.get("reorder_bound"),
+    )
+    return result
+
+
+def _catalogue_only(runner: Any, target: str, options: Any) -> Any:
+    raise BadTarget(
+        "kind 'agent' runs the embedded catalogue's targets (crashpoint explore --target); "
+        "a storage of your own is --kind state-storage"
+    )
+
+
+register_kind(
+    KindEntry(
+        KIND,
+        "the embedded catalogue's agent-state targets (crashpoint explore)",
+        BASE_DIR,
+        make=_catalogue_only,
+        workloads=tuple(SCENARIOS),
+        run=run_explore,
+        options=EXPLORE_OPTIONS,
+        listed=False,
+    ),
+    builtin=True,
+)

@@ -94,8 +94,16 @@ class Plan:
         )
 
 
-def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
-    """Run ``plan`` against ``factory`` (the target's factory, already loaded).
+def run_plan(
+    plan: Plan,
+    factory: Callable[..., Any] | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifyResult:
+    """Run ``plan`` against ``factory`` (the target's factory, already loaded; None for a
+    kind whose targets are its own, as ``agent``'s catalogue). ``progress(done, total)``
+    is called as units of work end, where the kind's front end counts them (``explore``'s
+    tasks).
 
     Raises:
         KeyError: an unknown kind or workload; ValueError: an option the kind does not
@@ -111,11 +119,15 @@ def run_plan(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
     with hypothesis_keeps_no_files():
         canary = Canary(entry.base_dir)
         if entry.run is not None:
-            result: VerifyResult = entry.run(plan, factory)
+            extra = {"progress": progress} if progress is not None else {}
+            result: VerifyResult = entry.run(plan, factory, **extra)
+        elif factory is None:
+            raise BadTarget(f"kind {plan.kind!r} needs a target's factory")
         else:
             result = _run_generic(entry, plan, factory)
     result.canary += [c for c in canary.changes() if c not in result.canary]
-    result.run_id = plan.run_id()
+    if not result.run_id:  # a front end may name its run its own way (explore's)
+        result.run_id = plan.run_id()
     return result
 
 

@@ -14,9 +14,10 @@ from ...faultfs import MODELS, PROCESS_CRASH, PersistenceModel, canonical, get_m
 from ..engine.explore import EngineResult
 from ..engine.pool import worker_pool
 from ..kinds.agent.checkers import INVARIANTS
-from ..kinds.agent.kind import explore, explore_faults
 from ..kinds.agent.targets import MUTANTS, TARGETS, Target, get_target
 from ..kinds.agent.workload import SCENARIOS, Workload
+from . import explore as _agent_kind  # registers the kind ``agent`` the rows' plans run
+from .plan import Plan, run_plan
 
 __all__ = ["FAULT_COLUMN", "ZOO_MODELS", "ZooRow", "kill_matrix"]
 
@@ -77,8 +78,9 @@ def kill_matrix(
 ) -> tuple[list[ZooRow], list[EngineResult]]:
     """Explore each target under each model (and faults) over the catalogue.
 
-    ``jobs`` > 1 explores targets in a process pool (targets are looked up by name
-    in the workers, so they must be registered ones). Returns the matrix rows
+    Each row is the plans of one target run by :func:`~.plan.run_plan` (kind
+    ``agent``), so targets must be registered ones (looked up by name: KeyError
+    otherwise); ``jobs`` > 1 explores targets in a process pool. Returns the matrix rows
     (reference first) and the reference's own results.
     """
     targets = list(targets) if targets is not None else [TARGETS["reference"], *MUTANTS.values()]
@@ -88,7 +90,10 @@ def kill_matrix(
         (t.name, [m.name for m in models], [w.name for w in _for(t, workloads)], faults)
         for t in targets
     ]
-    if jobs > 1 and len(targets) > 1 and all(_registered(t) for t in targets):
+    for t in targets:
+        if get_target(t.name) is not t:
+            raise KeyError(f"target {t.name!r} is not the registered one of that name")
+    if jobs > 1 and len(targets) > 1:
         outcomes = []
         with worker_pool(min(jobs, len(targets))) as pool:  # Ctrl-C: the workers killed
             for target, outcome in zip(targets, pool.map(_row_by_name, jobs_args), strict=True):
@@ -111,13 +116,6 @@ def _for(target: Target, workloads: Sequence[Workload]) -> list[Workload]:
     return [w for w in workloads if set(w.tags) & set(target.tags)]
 
 
-def _registered(target: Target) -> bool:
-    try:
-        return get_target(target.name) is target
-    except KeyError:
-        return False
-
-
 def _row_by_name(
     args: tuple[str, list[str], list[str], bool],
 ) -> tuple[ZooRow, list[EngineResult]]:
@@ -133,14 +131,27 @@ def _row(
     workloads: Sequence[Workload],
     faults: bool,
 ) -> tuple[ZooRow, list[EngineResult]]:
+    """One row: ``target``'s plans through :func:`~.plan.run_plan` (kind ``agent``), the
+    crash exploration under ``models`` and, with ``faults``, the faulted re-runs under
+    process-crash (the fault column). ``target`` must be registered (looked up by name)."""
     row = ZooRow(target.name, target.expected)
-    runs: list[tuple[str, EngineResult]] = [
-        (m.name, explore(w, model=m, target=target)) for m in models for w in workloads
-    ]
+    names = tuple(w.name for w in workloads)
+    runs: list[tuple[str, EngineResult]] = []
+    if models:
+        crashed = run_plan(Plan(_agent_kind.KIND, target.name, tuple(models), workloads=names))
+        runs += [(r.model, r) for r in crashed.results]
     if faults:
-        runs += [
-            (FAULT_COLUMN, explore_faults(w, model=PROCESS_CRASH, target=target)) for w in workloads
-        ]
+        faulted = run_plan(
+            Plan(
+                _agent_kind.KIND,
+                target.name,
+                (PROCESS_CRASH,),
+                workloads=names,
+                faults=True,
+                options={"crashes": False},
+            )
+        )
+        runs += [(FAULT_COLUMN, r) for r in faulted.results]
     for column, result in runs:
         found = set(row.killed.get(column, [])) | set(result.killed_by())
         row.killed[column] = [i.value for i in INVARIANTS if i.value in found]

@@ -59,6 +59,9 @@ class KindEntry:
         parses: ``parses(bytes)``: whether the kind's load would take a file's bytes as
             data (``crashpoint explain`` tells complete files from torn ones by it).
         options: option names the kind accepts in a plan (others are refused).
+        listed: offered as ``verify --kind`` and ``explain --kind`` (False: a kind only
+            its own command drives, as ``crashpoint explore`` drives ``agent``, the
+            embedded catalogue's targets).
     """
 
     name: str
@@ -69,13 +72,14 @@ class KindEntry:
     run: Callable[..., Any] | None = None
     parses: Callable[[bytes], bool] = field(default=bool)
     options: frozenset[str] = frozenset()
+    listed: bool = True
 
 
 KINDS: dict[str, KindEntry] = {}
 """The registered kinds, by name, in registration order."""
 
 
-BUILT_IN = frozenset({"document", "state-storage"})
+BUILT_IN = frozenset({"agent", "document", "state-storage"})
 """Names only crashpoint registers (``builtin=True``)."""
 
 
@@ -153,11 +157,12 @@ def get_kind(name: str) -> KindEntry:
     try:
         return KINDS[name]
     except KeyError:
-        raise KeyError(f"unknown kind {name!r}; known: {', '.join(KINDS)}") from None
+        known = ", ".join(n for n, e in KINDS.items() if e.listed)
+        raise KeyError(f"unknown kind {name!r}; known: {known}") from None
 
 
 def kind_names() -> list[str]:
-    """The registered kinds' names, in registration order (``--kind``'s choices;
-    plug-ins of :data:`PLUGINS_VARIABLE` loaded first)."""
+    """The registered kinds' names that ``--kind`` offers (:attr:`KindEntry.listed`), in
+    registration order (plug-ins of :data:`PLUGINS_VARIABLE` loaded first)."""
     load_plugins()
-    return list(KINDS)
+    return [name for name, entry in KINDS.items() if entry.listed]

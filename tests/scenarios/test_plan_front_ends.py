@@ -1,0 +1,81 @@
+"""Every front end builds a Plan and runs it with ``run_plan`` (issue 19: one plan, one
+runner of plans): ``explore`` (kind ``agent``, the catalogue's targets) and the zoo's rows
+as ``verify`` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from crashpoint._cli import main
+from crashpoint.faultfs import get_model
+from crashpoint.scenarios import kind_names
+from crashpoint.scenarios.jobs import plan as plan_module
+from crashpoint.scenarios.jobs.explore import KIND, run_explore
+from crashpoint.scenarios.jobs.plan import Plan, run_plan
+
+
+def test_explore_runs_its_plan_through_run_plan(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    seen: list[Plan] = []
+    real = plan_module.run_plan
+
+    def spy(plan: Plan, factory: Any = None, **kw: Any) -> Any:
+        seen.append(plan)
+        return real(plan, factory, **kw)
+
+    monkeypatch.setattr(plan_module, "run_plan", spy)
+    code = main(
+        ["explore", "--scenario", "three-saves", "--model", "process-crash", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    assert [(p.kind, p.target, p.workloads) for p in seen] == [
+        (KIND, "reference", ("three-saves",))
+    ]
+
+
+def test_the_agent_kind_is_explores_own() -> None:
+    # run by explore; never offered as `verify --kind` / `explain --kind`
+    assert "agent" not in kind_names()
+    assert main(["verify", "examples/stores/jsonstore.py:JsonStore", "--kind", "agent"]) == 2
+
+
+def test_run_plan_of_the_agent_kind_is_run_explore() -> None:
+    plan = Plan(KIND, "seed", (get_model("ext4"),), workloads=("three-saves",))
+    via_plan = run_plan(plan)
+    direct = run_explore(plan)
+    assert via_plan.kind == KIND == "agent" and via_plan.run_id == direct.run_id
+    assert [c.invariant for c in via_plan.counterexamples] == [
+        c.invariant for c in direct.counterexamples
+    ]
+    assert via_plan.results and all(r.crash_points for r in via_plan.results)
+
+
+def test_each_zoo_row_is_plans_run_by_run_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crashpoint.scenarios import MUTANTS, SCENARIOS, kill_matrix
+    from crashpoint.scenarios.jobs import zoo
+
+    seen: list[tuple[str, str, bool]] = []
+    real = zoo.run_plan
+
+    def spy(plan: Plan, factory: Any = None, **kw: Any) -> Any:
+        seen.append((plan.kind, plan.target, plan.faults))
+        return real(plan, factory, **kw)
+
+    monkeypatch.setattr(zoo, "run_plan", spy)
+    rows, _ = kill_matrix(
+        targets=[MUTANTS["no-dir-fsync"]], workloads=[SCENARIOS["three-saves"]], jobs=1
+    )
+    assert seen == [("agent", "mutant:no-dir-fsync", False), ("agent", "mutant:no-dir-fsync", True)]
+    assert rows[0].verdict == "killed"
+
+
+def test_the_zoo_refuses_a_target_it_cannot_look_up() -> None:
+    import dataclasses
+
+    from crashpoint.scenarios import MUTANTS, kill_matrix
+
+    stranger = dataclasses.replace(MUTANTS["no-dir-fsync"], name="mutant:stranger")
+    with pytest.raises(KeyError):
+        kill_matrix(targets=[stranger])
