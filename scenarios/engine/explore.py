@@ -60,6 +60,7 @@ __all__ = [
     "judged_crash_states",
     "register_invariants",
     "severity_rank",
+    "prefix_state",
     "state_after",
 ]
 
@@ -941,7 +942,13 @@ class _Judge(Generic[W, Obs]):
 
 def state_after(run: Run, k: int) -> CrashState:
     """The process-crash state after the first ``k`` operations of ``run``."""
-    for point in crash_points(PROCESS_CRASH, run.initial, run.ops[:k], points=(k,)):
+    return prefix_state(run.initial, run.ops, k)
+
+
+def prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
+    """The process-crash state of ``initial`` after the first ``k`` of ``ops`` (every one
+    of them complete). Raises ValueError when ``ops`` has fewer than ``k``."""
+    for point in crash_points(PROCESS_CRASH, initial, ops[:k], points=(k,)):
         if point.index == k:
             return point.states[0]
     raise ValueError(k)
