@@ -47,6 +47,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -67,6 +68,7 @@ from ...faultfs import (
 )
 from ...faultfs._strace import (
     IGNORED_RULE,
+    OPEN_SYSCALLS,
     Source,
     StraceReplay,
     errno_name,
@@ -82,6 +84,7 @@ from ..kinds.agent.workload import BASE_DIR
 from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
 from ..kinds.state_storage.conformance import _preflight as _preflight_storage
 from ..kinds.state_storage.conformance import run_conformance, selected_workloads
+from ..targets import strace_driver
 from ..targets.user import BadTarget, Runner, TargetTimeout
 from .verdict import VerifyResult
 from .verify import _preflight, _verify_workload
@@ -707,8 +710,10 @@ class ExecRunner(Runner):
         traced: bool,
         inject: str | None = None,
         stdin: bytes | None = None,
+        light: bool = False,
     ) -> _Recorded:
-        """Run ``argv`` (under strace when ``traced``), replaying its calls into ``fs``."""
+        """Run ``argv`` (under strace when ``traced``; ``light``: its opens only,
+        :data:`~crashpoint.faultfs._strace.OPEN_SYSCALLS`), replaying its calls into ``fs``."""
         with self._lock:
             self.processes += 1
             kind = "traced" if traced else "plain"
@@ -726,7 +731,7 @@ class ExecRunner(Runner):
             return _Recorded(proc, replay)
         log = os.path.join(tmp, "strace.log")
         proc = run_process(
-            strace_argv(argv, log, inject=inject),
+            strace_argv(argv, log, inject=inject, trace=OPEN_SYSCALLS if light else None),
             label=label,
             timeout=self.exec_timeout,
             cwd=self.cwd,
@@ -890,11 +895,25 @@ class ExecDocument:
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
-            materialize(self._state(), runner.base_dir, root)
+            state = self._state()
+            materialize(state, runner.base_dir, root)
             argv = render_argv(runner.load_cmd, dir=root)
-            done = runner.run(
-                argv, fs, tmp=tmp, real_root=root, label="load", traced=runner.trace_loads
-            )
+            if not runner.trace_loads:
+                done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=False)
+            else:
+                # Opens only (what it read, for A5), replayed aside; a load that changed
+                # a file or directory runs again with every call traced, into fs (A3).
+                before = _snapshot(root)
+                aside = RecordingFileSystem(MemoryFileSystem(state))
+                done = runner.run(
+                    argv, aside, tmp=tmp, real_root=root, label="load", traced=True, light=True
+                )
+                if _snapshot(root) != before:
+                    shutil.rmtree(root)
+                    materialize(state, runner.base_dir, root)
+                    with runner._lock:
+                        runner._count("load traced again")
+                    done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
         for r in done.replay.reads:
             if fs.exists(r):
                 fs.read(r)  # the event the document kind's A5 looks for
@@ -938,6 +957,8 @@ class ExecDocumentKind(DocumentKind):
         self.models = list(models)
         self.jobs = max(1, jobs)
         self.sources: dict[int, list[Source]] = {}
+        self.shown = ""
+        """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
         run = super()._record(workload, fault)
@@ -971,9 +992,13 @@ class ExecDocumentKind(DocumentKind):
         self, workload: DocWorkload, model: PersistenceModel, k: int, fault: Fault | None
     ) -> str:
         r = self.exec_runner
+        what = (
+            f"{shlex.quote(self.shown)} --runner strace"
+            if self.shown
+            else f"--exec --save {shlex.quote(r.save_cmd)} --load {shlex.quote(r.load_cmd)}"
+        )
         parts = [
-            f"crashpoint verify --exec --save {shlex.quote(r.save_cmd)} "
-            f"--load {shlex.quote(r.load_cmd)} --workload {workload.name}",
+            f"crashpoint verify {what} --workload {workload.name}",
             f"--model {model.name} --seed {self.seed}",
         ]
         if fault is not None:
@@ -1021,11 +1046,14 @@ def verify_exec(
     jobs: int = 1,
     shrink: bool = True,
     max_output: int = MAX_OUTPUT,
+    shown: str = "",
 ) -> tuple[Any, ExecFacts]:
     """Verify a document storage given as commands (see the module docstring).
 
     ``max_output``: bytes a command may print on each stream, and its strace log may
-    hold (:func:`run_process`).
+    hold (:func:`run_process`). ``shown``: the Python TARGET the commands run
+    (``--runner strace``, :func:`driver_commands`): the report and the replay
+    commands name it.
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
     a bad command; a clean save that fails; OutputTooLarge), TargetTimeout, KeyError
@@ -1038,9 +1066,11 @@ def verify_exec(
     names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
     doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
     doc.examples = examples
-    result = VerifyResult("--exec", "document", "exec", [m.name for m in models], seed=seed)
-    result.target = f"--exec --save {save!r} --load {load!r}"
+    mode = "strace" if shown else "exec"
+    result = VerifyResult("--exec", "document", mode, [m.name for m in models], seed=seed)
+    result.target = shown or f"--exec --save {save!r} --load {load!r}"
     doc.target = result.target
+    doc.shown = shown
     try:
         _preflight(doc, runner, "--exec")
     except BadTarget as exc:
@@ -1110,6 +1140,26 @@ def _merge(into: EngineResult, extra: EngineResult) -> None:
     for u in extra.unsupported:
         if u not in into.unsupported:
             into.unsupported.append(u)
+
+
+DRIVER = os.path.abspath(strace_driver.__file__)
+"""The driver a Python TARGET runs through under ``--runner strace`` (by path)."""
+
+
+def driver_commands(target: str, kind: str) -> tuple[str, str, str]:
+    """``(save, load, storage)`` command templates running the Python ``target``
+    (``module:factory`` or ``file.py:factory``) through the strace driver in a child
+    interpreter (this one's): the document form's save and load, or the state-storage
+    form's one command (the unused ones are "")."""
+    head = f"{shlex.quote(sys.executable)} -B {shlex.quote(DRIVER)}"
+    spec = shlex.quote(target)
+    if kind == "state-storage":
+        return "", "", f"{head} storage {spec} {{dir}}"
+    return (
+        f"{head} document {spec} save {{dir}} {{value}}",
+        f"{head} document {spec} load {{dir}}",
+        "",
+    )
 
 
 def check_exec_args(args: Any) -> None:
@@ -1291,6 +1341,7 @@ def verify_exec_state_storage(
     faults: bool = False,
     fault: Fault | None = None,
     max_output: int = MAX_OUTPUT,
+    shown: str = "",
 ) -> tuple[Any, ExecFacts]:
     """Verify a state storage given as one command (:class:`ExecStateStorage`): the
     storage workloads of the catalogue under each model with the agent-state checker,
@@ -1319,22 +1370,23 @@ def verify_exec_state_storage(
     runner = ExecRunner(
         "", "", base_dir=BASE_DIR, timeout=timeout, storage=command, max_output=max_output
     )
-    name = f"--exec {command!r}"
+    name = shown or f"--exec {command!r}"
     tgt = Target(
         name,
         lambda fs, base: ExecStateStorage(runner, fs, base),
         f"state storage run as processes: {command}",
     )
     chosen = selected_workloads(workloads, reference_format=reference_format)
-    result = VerifyResult(name, "state-storage", "exec", [m.name for m in models])
+    result = VerifyResult(
+        name, "state-storage", "strace" if shown else "exec", [m.name for m in models]
+    )
     flags = " --format reference" if reference_format else ""
     _preflight_storage(tgt, runner, name)
     runner.detect_batch()
     jobs = max(1, jobs)
 
-    replay = (
-        f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} --workload"
-    )
+    what = f"{shlex.quote(shown)} --runner strace" if shown else f"--exec {shlex.quote(command)}"
+    replay = f"crashpoint verify {what} --kind state-storage{flags} --workload"
 
     def crashes(task: tuple[Any, PersistenceModel]) -> EngineResult:
         w, m = task
