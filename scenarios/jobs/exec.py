@@ -950,7 +950,7 @@ class ExecDocument:
                 argv, fs, tmp=tmp, real_root=root, label="load", traced=runner.trace_loads
             )
         for r in done.replay.reads:
-            if fs.exists(r):
+            if fs.exists(r) and not fs.is_dir(r):  # a directory opened to list or fsync it
                 fs.read(r)  # the event the document kind's A5 looks for
         if done.proc.returncode != 0:
             raise LoadExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
