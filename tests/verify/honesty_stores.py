@@ -71,3 +71,50 @@ class CounterInDataStore(_Base):
     def load(self) -> Any:
         found = super().load()
         return None if found is None else found["value"]
+
+
+class RollbackJournalStore(_Base):
+    """SQLite's rollback journal in miniature: a save first makes the old document (or
+    its absence) durable in ``doc.json.journal`` (written to a temporary file and
+    renamed), then writes the document in place and deletes the journal. A load that
+    finds a journal rolls the uncommitted change back (restores the old document,
+    deletes the journal): a recovery, writing, that loses no complete generation."""
+
+    def _journal(self) -> str:
+        return self.path + ".journal"
+
+    def save(self, value: Any) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                old = {"doc": f.read()}
+        except FileNotFoundError:
+            old = {"doc": None}
+        tmp = self._journal() + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(old))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._journal())
+        _fsync_dir(self.base_dir)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.unlink(self._journal())
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        if os.path.exists(self._journal()):  # a hot journal: roll back
+            with open(self._journal(), encoding="utf-8") as f:
+                old = json.load(f)["doc"]
+            if old is None:
+                if os.path.exists(self.path):
+                    os.unlink(self.path)
+            else:
+                with open(self.path, "w", encoding="utf-8") as f:
+                    f.write(old)
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.unlink(self._journal())
+            _fsync_dir(self.base_dir)
+        return super().load()

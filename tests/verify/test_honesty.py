@@ -69,3 +69,18 @@ def test_a_re_run_writing_other_bytes_diverges_and_says_how() -> None:
     diverged = [u for u in result.unsupported if "diverged from its recording" in u]
     assert diverged
     assert all("sha256" in u and "first difference at byte" in u for u in diverged)
+
+
+# --- 2. A3 on states: a recovery is not a silent reset ---------------------------------
+
+
+@pytest.mark.parametrize("model", ["process-crash", "ext4"])
+def test_a_load_rolling_back_a_hot_journal_is_a_recovery_not_a_reset(model: str) -> None:
+    result = crashpoint.verify(
+        honesty_stores.RollbackJournalStore,
+        model=model,
+        workloads=["first-save", "resize"],
+        shrink=False,
+    )
+    assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]
+    assert result.verdict == "clean"
