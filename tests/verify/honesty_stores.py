@@ -118,3 +118,37 @@ class RollbackJournalStore(_Base):
             os.unlink(self._journal())
             _fsync_dir(self.base_dir)
         return super().load()
+
+
+class BackupStore:
+    """Keeps the previous value as ``doc.json.bak`` (as ``dbm.dumb`` keeps ``.bak``) and
+    replaces the document atomically; load reads the document, else the backup, else
+    returns ``{}``, its initial value. Durable and atomic: a save of ``{}`` after another
+    value leaves ``doc.json`` = ``{}`` beside a complete backup of the older value."""
+
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, "doc.json")
+
+    def save(self, value: Any) -> None:
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                old = f.read()
+            with open(self.path + ".bak.tmp", "w", encoding="utf-8") as f:
+                f.write(old)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(self.path + ".bak.tmp", self.path + ".bak")
+        with open(self.path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(self.path + ".tmp", self.path)
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        for path in (self.path, self.path + ".bak"):
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    return json.load(f)
+        return {}

@@ -84,3 +84,21 @@ def test_a_load_rolling_back_a_hot_journal_is_a_recovery_not_a_reset(model: str)
     )
     assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]
     assert result.verdict == "clean"
+
+
+# --- 3. the last value saved equals the initial value ----------------------------------
+
+
+@pytest.mark.parametrize("model", ["process-crash", "ext4"])
+def test_a_last_save_equal_to_the_initial_value_is_not_a_silent_reset(model: str) -> None:
+    from crashpoint.faultfs import get_model
+    from crashpoint.scenarios.engine.explore import explore_kind
+    from crashpoint.scenarios.kinds.document.kind import DOC_BASE, DocumentKind, DocWorkload
+    from crashpoint.scenarios.targets.user import make_runner
+
+    with make_runner(honesty_stores.BackupStore, DOC_BASE) as runner:
+        doc = DocumentKind(runner, "honesty_stores:BackupStore")
+        workload = DocWorkload("random", ({"a": [1, 2, 3]}, {}))  # the last save is {}
+        result = explore_kind(doc, workload, model=get_model(model), target=doc.target)
+    assert result.crash_points > 0
+    assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]

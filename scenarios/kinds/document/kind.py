@@ -510,7 +510,12 @@ class DocumentKind:
             and not self._initial_value_is(label, saves, init)
         ]
         rolled_back = self._rolled_back(k, obs, saves)
-        if is_initial and on_disk and not rolled_back:
+        if (
+            is_initial
+            and on_disk
+            and not rolled_back
+            and not self._newest_saved(k, state, obs, run)
+        ):
             out.append(
                 Finding(
                     "A3",
@@ -543,6 +548,23 @@ class DocumentKind:
                     Finding("A5", "a leftover is never read as data", f"load read {read[0]}")
                 )
         return out
+
+    def _newest_saved(self, k: int, state: CrashState, obs: DocObservation, run: Run) -> bool:
+        """Whether the initial value load returned is also the value of a save at least
+        as new as the newest complete generation on disk (begun by crash point ``k``): a
+        last save of ``{}`` loaded as ``{}`` beside an older backup is no reset."""
+        data: _RunData = run.data
+        saves = [s for s in run.steps if s.payload[0] == "save"]
+        order = {s.label: i for i, s in enumerate(saves)}
+        labels = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths and (label := data.blobs.get(blob)) is not None
+        ]
+        if not labels:
+            return False
+        newest = max(order[label] for label in labels)
+        return self._matches(obs, [s.payload[1] for s in saves[newest:] if s.begin <= k])
 
     def _rolled_back(self, k: int, obs: DocObservation, saves: Sequence[Step]) -> bool:
         """A recovery (SPEC.md §10, A3 on states): the load returned the last value
