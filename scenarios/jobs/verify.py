@@ -35,11 +35,13 @@ from ..engine.pool import worker_pool
 from ..kinds.agent.kind import AgentStateKind
 from ..kinds.agent.workload import BASE_DIR
 from ..kinds.document.kind import (
+    DEFAULT_SIZES,
     DOC_BASE,
     DOC_WORKLOADS,
     DocumentKind,
     DocWorkload,
     json_parses,
+    parse_sizes,
 )
 from ..kinds.registry import KindEntry, register_kind
 from ..kinds.state_storage.conformance import selected_workloads, storage_target
@@ -58,6 +60,7 @@ def verify(
     model: str | PersistenceModel | Sequence[str | PersistenceModel] = "process-crash",
     faults: bool = False,
     values: str | None = None,
+    sizes: str | Sequence[int] | None = None,
     workloads: Iterable[str] | None = None,
     seed: int = 0,
     examples: int = 20,
@@ -80,6 +83,9 @@ def verify(
         faults: also arm every fault at every operation (FAULT-MODEL.md §2).
         values: the value strategy's name (default: the factory's
             ``crashpoint_values`` attribute, else ``json``).
+        sizes: document: the size boundaries ``many-saves`` crosses, ``"4K,64K,1M"``
+            or bytes (default 4 KiB and 64 KiB; ``large-values`` crosses the largest at
+            or above 1 MiB). Raises ValueError for a bad size.
         workloads: workload names (default: all of the kind).
         seed: seeds generated workloads and the interception.
         examples: hypothesis examples for the ``random`` workload (document), or
@@ -102,6 +108,10 @@ def verify(
     options: dict[str, Any] = {}
     if values is not None:
         options["values"] = values
+    if sizes is not None:
+        options["sizes"] = (
+            parse_sizes(sizes) if isinstance(sizes, str) else tuple(sorted(set(sizes)))
+        )
     if not shrink:
         options["shrink"] = False
     if reference_format is not None:
@@ -151,6 +161,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
     kind = plan.kind
     values: str | None = plan.options.get("values")
     shrink: bool = plan.options.get("shrink", True)
+    sizes: tuple[int, ...] = tuple(plan.options.get("sizes", DEFAULT_SIZES))
     names_all = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
     tasks = [(w, ",".join(m.name for m in models)) for w in names_all]
     if jobs > 1 and len(tasks) > 1 and _loadable(name, factory):
@@ -168,6 +179,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                 timeout=timeout,
                 shrink=shrink,
                 shard=shard,
+                sizes=sizes,
             ),
         )
     runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
@@ -186,7 +198,9 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
         name, kind, runner.mode, [m.name for m in models], seed=seed, values=values
     )
     with runner:
-        doc = DocumentKind(runner, name, values=values, strategy=strategy, equal=equal, seed=seed)
+        doc = DocumentKind(
+            runner, name, values=values, strategy=strategy, equal=equal, seed=seed, sizes=sizes
+        )
         doc.examples = examples
         _preflight(doc, runner, name)
         for wname in names:
@@ -472,7 +486,12 @@ def _search_random(
 
 
 def _make_document(runner: Runner, target: str, options: Mapping[str, Any]) -> DocumentKind:
-    return DocumentKind(runner, target, values=options.get("values") or "json")
+    return DocumentKind(
+        runner,
+        target,
+        values=options.get("values") or "json",
+        sizes=options.get("sizes", DEFAULT_SIZES),
+    )
 
 
 def _make_state_storage(runner: Runner, target: str, options: Mapping[str, Any]) -> AgentStateKind:
@@ -488,7 +507,7 @@ register_kind(
         workloads=DOC_WORKLOADS,
         run=_run_document,
         parses=json_parses,
-        options=frozenset({"values", "shrink"}),
+        options=frozenset({"values", "shrink", "sizes"}),
     ),
     builtin=True,
 )

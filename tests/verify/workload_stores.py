@@ -1,0 +1,80 @@
+"""Document stores the default workloads must catch (issue 22, undeserved cleans).
+
+Each is a correct temp-file-and-rename store except where it is broken: only on its
+7th save, only for values over 16 KiB, or only once 2 ms have passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+__all__ = ["LargeInPlaceStore", "LateClockStore", "SeventhSaveInPlaceStore", "SoundStore"]
+
+
+class SoundStore:
+    """A temporary file, fsynced, renamed over the document, the directory fsynced."""
+
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, "doc.json")
+        self.saves = 0
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def save(self, value: Any) -> None:
+        self.saves += 1
+        data = json.dumps(value)
+        if self.in_place(data):
+            with open(self.path, "w", encoding="utf-8") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            return
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(self.base_dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def in_place(self, data: str) -> bool:
+        return False
+
+
+class SeventhSaveInPlaceStore(SoundStore):
+    """Rewrites the document in place on its 7th save only (a compaction path)."""
+
+    def in_place(self, data: str) -> bool:
+        return self.saves == 7
+
+
+class LargeInPlaceStore(SoundStore):
+    """Writes values over 16 KiB in place (a "large value" path)."""
+
+    def in_place(self, data: str) -> bool:
+        return len(data) > 16 * 1024
+
+
+class LateClockStore(SoundStore):
+    """Writes in place once 2 ms have passed on the monotonic clock since it was made
+    (a store that "flushes directly when idle")."""
+
+    def __init__(self, base_dir: str) -> None:
+        super().__init__(base_dir)
+        self.started = time.monotonic()
+
+    def in_place(self, data: str) -> bool:
+        return time.monotonic() - self.started > 0.002
