@@ -179,7 +179,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                 timeout=timeout,
                 shrink=shrink,
                 shard=shard,
-                sizes=sizes,
+                **({"sizes": sizes} if "sizes" in plan.options else {}),
             ),
         )
     runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)

@@ -23,9 +23,12 @@ from crashpoint.scenarios.kinds.document.kind import (
     parse_sizes,
     value_bytes,
 )
+from crashpoint.scenarios.targets.user import load_factory
 
 HERE = Path(__file__).resolve().parent
 STORES = HERE / "workload_stores.py"
+EXAMPLE = HERE.parent.parent / "examples" / "stores" / "jsonstore.py"
+_ERRNOS = ("ENOSPC", "EDQUOT", "EIO")
 
 
 def _cli(capsys: pytest.CaptureFixture[str], out: Path, *args: str) -> tuple[int, str, str]:
@@ -151,3 +154,38 @@ def test_torn_states_of_one_write_that_leave_the_same_image_are_one_state() -> N
     # and the engine judges it once: raw states counted, one distinct
     result = crashpoint.verify(workload_stores.SoundStore, workloads=["many-saves"])
     assert result.results[0].distinct_states <= result.results[0].raw_states
+
+
+def test_a_recovery_path_after_a_fault_is_torn_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The EXDEV fallback copies the document in place: a crash after its truncation (two
+    # operations after the failed rename) leaves an empty document: A1. Only the crash
+    # point right after the fault was explored before issue 22.
+    code, _, _ = _cli(
+        capsys, tmp_path, f"{STORES}:ExdevFallbackStore", "--faults", "--workload", "first-save"
+    )
+    rep = _report(tmp_path)
+    assert code == 1
+    found = [
+        v
+        for s in rep["scenarios"]
+        for v in s["violations"]
+        if v["invariant"] == "A1" and v["fault"].endswith(":EXDEV")
+    ]
+    assert found, rep["scenarios"][0]["violations"]
+    assert found[0]["crash_state"]["doc.json"] == "empty"
+
+
+def test_a_crash_state_already_judged_in_a_faulted_run_is_not_judged_again() -> None:
+    # ENOSPC, EDQUOT and EIO at the in-place store's write leave the same run (the save
+    # raises, nothing written): the crash state after it is judged once, its A1 found
+    # once (three times before issue 22).
+    in_place = load_factory(f"{EXAMPLE}:InPlaceJsonStore")
+    result = crashpoint.verify(in_place, workloads=["first-save"], faults=True, shrink=False)
+    errors = [c for c in result.counterexamples if c.fault.split(":")[-1] in _ERRNOS]
+    assert [(c.invariant, c.model, c.crash_state) for c in errors] == [
+        ("A1", "process-crash", {"doc.json": "empty"})
+    ]
+    short = {c.fault.split(":")[-1] for c in result.counterexamples if "short" in c.fault}
+    assert short == {"short-write", "short-count"}  # one failed, one acknowledged: both judged

@@ -6,12 +6,20 @@ Each is a correct temp-file-and-rename store except where it is broken: only on 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import time
 from typing import Any
 
-__all__ = ["LargeInPlaceStore", "LateClockStore", "SeventhSaveInPlaceStore", "SoundStore"]
+__all__ = [
+    "ExdevFallbackStore",
+    "LargeInPlaceStore",
+    "LateClockStore",
+    "SeventhSaveInPlaceStore",
+    "SoundStore",
+]
 
 
 class SoundStore:
@@ -78,3 +86,23 @@ class LateClockStore(SoundStore):
 
     def in_place(self, data: str) -> bool:
         return time.monotonic() - self.started > 0.002
+
+
+class ExdevFallbackStore(SoundStore):
+    """python-dotenv 1.0.1's rewrite: a temporary file renamed over the document, and
+    when the rename fails with EXDEV, the temporary file copied over the document in
+    place (``shutil.copyfile``: the document truncated, then written)."""
+
+    def save(self, value: Any) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            shutil.copyfile(tmp, self.path)
+            os.unlink(tmp)
