@@ -352,10 +352,7 @@ def _verify_workload(
         # (every shard decides alike), its shrunk workload then explored in its slice.
         whole = result if shard is None else _explore(doc, workload, model, faults=faults)
         if whole.counterexamples:
-            smaller = _shrink(doc, workload, model, faults=faults)
-            if smaller is not workload:
-                shrunk[f"{workload.name} ({model.name})"] = smaller.name
-                result = _explore(doc, smaller, model, faults=faults, shard=shard)
+            result = _shrunk_result(doc, workload, model, whole, result, shrunk, faults, shard)
     if searched is not None:
         # A replay (--crash-point, --fault) counts what it replayed, not the search that
         # chose its workload: a crash point or fault no run has must not pass for one
@@ -410,20 +407,69 @@ def _fails(result: EngineResult, invariants: set[str]) -> bool:
     return any(c.invariant in invariants for c in result.counterexamples)
 
 
+def _shrunk_result(
+    doc: DocumentKind,
+    workload: DocWorkload,
+    model: PersistenceModel,
+    whole: EngineResult,
+    result: EngineResult,
+    shrunk: dict[str, str],
+    faults: bool,
+    shard: tuple[int, int] | None,
+) -> EngineResult:
+    """Shrink per invariant: each invariant the full workload broke keeps its own
+    smallest workload that still breaks it, so no finding vanishes with a save another
+    invariant did not need. When they all shrink to one workload, the result is that
+    workload's exploration (``shrunk``: ``{"resize (ext4)": "resize:3"}``); otherwise the
+    full workload's result, each invariant's counterexamples those of its own shrunk
+    workload (``{"resize (ext4) A1": "resize:3", ...}``)."""
+    memo: dict[tuple[int, ...], EngineResult] = {}
+    order = list(dict.fromkeys(c.invariant for c in whole.counterexamples))
+    smallest = {
+        inv: _shrink(doc, workload, model, {inv}, faults=faults, memo=memo) for inv in order
+    }
+    names = {w.name for w in smallest.values()}
+    if names == {workload.name}:
+        return result
+    if len(names) == 1:
+        smaller = next(iter(smallest.values()))
+        shrunk[f"{workload.name} ({model.name})"] = smaller.name
+        return _explore(doc, smaller, model, faults=faults, shard=shard)
+    found = []
+    for inv, smaller in smallest.items():
+        part = result
+        if smaller is not workload:
+            shrunk[f"{workload.name} ({model.name}) {inv}"] = smaller.name
+            part = _explore(doc, smaller, model, faults=faults, shard=shard)
+        found += [c for c in part.counterexamples if c.invariant == inv]
+    result.counterexamples = found
+    result.sort()
+    return result
+
+
 def _shrink(
-    doc: DocumentKind, workload: DocWorkload, model: PersistenceModel, *, faults: bool
+    doc: DocumentKind,
+    workload: DocWorkload,
+    model: PersistenceModel,
+    wanted: set[str],
+    *,
+    faults: bool,
+    memo: dict[tuple[int, ...], EngineResult] | None = None,
 ) -> DocWorkload:
     """Greedy, deterministic: drop one save at a time (first to last) while the
-    exploration still finds an invariant the full workload broke."""
-    first = _explore(doc, workload, model, faults=faults)
-    wanted = {c.invariant for c in first.counterexamples}
+    exploration still finds an invariant of ``wanted`` (the explorations of each kept
+    set of saves remembered in ``memo``, shared by the invariants' shrinks)."""
+    memo = {} if memo is None else memo
     keep = list(range(len(workload.values)))
     changed = True
     while changed and len(keep) > 1:
         changed = False
         for i in list(keep):
             trial = [j for j in keep if j != i]
-            if _fails(_explore(doc, workload.keep(trial), model, faults=faults), wanted):
+            key = tuple(trial)
+            if key not in memo:
+                memo[key] = _explore(doc, workload.keep(trial), model, faults=faults)
+            if _fails(memo[key], wanted):
                 keep = trial
                 changed = True
                 break

@@ -189,3 +189,14 @@ def test_a_crash_state_already_judged_in_a_faulted_run_is_not_judged_again() -> 
     ]
     short = {c.fault.split(":")[-1] for c in result.counterexamples if "short" in c.fault}
     assert short == {"short-write", "short-count"}  # one failed, one acknowledged: both judged
+
+
+def test_shrinking_keeps_each_invariant_with_its_own_smallest_workload() -> None:
+    # A1 needs one save, A2 needs seven: a shrinker keeping "any invariant broken" ends
+    # on one save and A2 vanishes.
+    result = crashpoint.verify(workload_stores.TwoBugsStore, workloads=["ten-saves"])
+    assert {"A1", "A2"} <= set(result.killed_by())
+    by_inv = {c.invariant: c.workload for c in result.counterexamples}
+    assert len(by_inv["A1"].split(":")[1].split(",")) == 1
+    assert len(by_inv["A2"].split(":")[1].split(",")) >= 7
+    assert result.shrunk["ten-saves (process-crash) A2"] == by_inv["A2"]

@@ -19,6 +19,7 @@ __all__ = [
     "LateClockStore",
     "SeventhSaveInPlaceStore",
     "SoundStore",
+    "TwoBugsStore",
 ]
 
 
@@ -106,3 +107,23 @@ class ExdevFallbackStore(SoundStore):
                 raise
             shutil.copyfile(tmp, self.path)
             os.unlink(tmp)
+
+
+class TwoBugsStore(SoundStore):
+    """Two bugs a shrinker must keep apart: the first save is written in place (A1 with
+    one save), and the 7th save only reaches a side file, renamed into place by the next
+    save (A2: acknowledged, lost on a crash, which needs 7 saves)."""
+
+    def in_place(self, data: str) -> bool:
+        return self.saves == 1
+
+    def save(self, value: Any) -> None:
+        side = self.path + ".next"
+        if self.saves == 7:  # the 8th call: the 7th save's side file goes into place first
+            os.replace(side, self.path)
+        if self.saves + 1 == 7:
+            self.saves += 1
+            with open(side, "w", encoding="utf-8") as f:
+                f.write(json.dumps(value))
+            return
+        super().save(value)
