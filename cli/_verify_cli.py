@@ -125,11 +125,18 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "strategy or of a callable taking a size in bytes (called per sized workload)",
     )
     p.add_argument(
+        "--sizes",
+        metavar="SIZE[,SIZE...]",
+        help="document: the value-size boundaries the many-saves workload crosses "
+        "(default 4K,64K; bytes or a number with K or M, e.g. 4K,64K,1M); large-values "
+        "crosses the largest at or above 1M",
+    )
+    p.add_argument(
         "--workload",
         action="append",
         metavar="NAME",
-        help="only this workload (repeatable): first-save, resize, save-after-failure, random, "
-        "ten-saves "
+        help="only this workload (repeatable): first-save, resize, many-saves, "
+        "save-after-failure, random, large-values, ten-saves "
         "(document); a catalogue scenario (state-storage)",
     )
     p.add_argument(
@@ -301,6 +308,16 @@ def _verify(
             raise VerifyUsageError(str(exc)) from None
     if args.values is not None and args.kind != "document":
         raise VerifyUsageError("--values applies to --kind document only")
+    sizes = None
+    if args.sizes is not None:
+        if args.kind != "document" or args.exec is not None:
+            raise VerifyUsageError("--sizes applies to --kind document (without --exec) only")
+        from .scenarios.kinds.document.kind import parse_sizes
+
+        try:
+            sizes = parse_sizes(args.sizes)
+        except ValueError as exc:
+            raise VerifyUsageError(str(exc)) from None
     if args.format is not None and args.kind != "state-storage":
         raise VerifyUsageError("--format applies to --kind state-storage only")
     if args.shard is not None and args.exec is not None:
@@ -384,6 +401,7 @@ def _verify(
                 model=models,
                 faults=args.faults,
                 values=args.values,
+                sizes=sizes,
                 workloads=args.workload,
                 seed=args.seed,
                 examples=args.examples,

@@ -59,6 +59,7 @@ from ..kinds.agent.kind import _probe, explore, record, resolve
 from ..kinds.agent.targets import TARGETS, Target, get_target
 from ..kinds.agent.workload import BASE_DIR, SCENARIOS, Workload
 from ..kinds.document.kind import (
+    BASIC_WORKLOADS,
     DOC_BASE,
     DOC_WORKLOADS,
     EXTRA_WORKLOADS,
@@ -1093,7 +1094,7 @@ class _DocSearch(_FileSearch):
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
         chosen: list[tuple[Any, bool]] = []
-        names = [n for n in DOC_WORKLOADS if n not in ("random", "save-after-failure")]
+        names = [n for n in BASIC_WORKLOADS if n not in ("random", "save-after-failure")]
         if user and user.split(":", 1)[0] not in (*DOC_WORKLOADS, *EXTRA_WORKLOADS):
             if ":" not in user:
                 known = ", ".join((*DOC_WORKLOADS, *EXTRA_WORKLOADS))

@@ -87,7 +87,7 @@ from ..kinds.agent.checkers import observe
 from ..kinds.agent.kind import explore_agent, record
 from ..kinds.agent.targets import Target
 from ..kinds.agent.workload import BASE_DIR
-from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ..kinds.document.kind import BASIC_WORKLOADS, DOC_BASE, DocumentKind, DocWorkload
 from ..kinds.state_storage.conformance import _preflight as _preflight_storage
 from ..kinds.state_storage.conformance import run_conformance, selected_workloads
 from ..targets import strace_driver
@@ -1117,7 +1117,7 @@ def verify_exec(
     if reason is not None:
         raise BadTarget(f"--exec needs strace: {reason}")
     runner = ExecRunner(save, load, timeout=timeout, max_output=max_output)
-    names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
+    names = list(dict.fromkeys(workloads)) if workloads is not None else list(BASIC_WORKLOADS)
     doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
     doc.examples = examples
     mode = "strace" if shown else "exec"

@@ -9,10 +9,14 @@ S1 using only what the recorded run says was saved and acknowledged.
 
 Workloads (``--workload``): ``first-save`` (one save into the empty directory),
 ``resize`` (saves whose encoded size shrinks and grows across 4096-byte
-boundaries), ``save-after-failure`` (a save fails with ENOSPC at its first write,
-then the next one must work), ``random`` (saves of values drawn from the value
+boundaries), ``many-saves`` (16 saves whose sizes cross every size boundary of
+``--sizes``, default 4 KiB and 64 KiB, growing and shrinking),
+``save-after-failure`` (a save fails with ENOSPC at its first write, then the next
+one must work), ``random`` (saves of values drawn from the value
 strategy by hypothesis; a failing list shrinks to the fewest saves that still
-fail). ``resize:1,3`` is ``resize`` keeping only saves 1 and 3 (a shrunk workload).
+fail). ``large-values`` (on request: values crossing 1 MiB, or the largest of
+``--sizes`` above it) and ``ten-saves`` run only when named. ``resize:1,3`` is
+``resize`` keeping only saves 1 and 3 (a shrunk workload).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from ...engine.explore import Finding, InvariantInfo, Run, Step, fault_spec, reg
 from ...targets.user import BadTarget, Runner, TargetTimeout, load_factory
 
 __all__ = [
+    "BASIC_WORKLOADS",
+    "DEFAULT_SIZES",
     "DOCUMENT_INVARIANTS",
     "DOC_BASE",
     "DOC_WORKLOADS",
@@ -52,7 +58,9 @@ __all__ = [
     "ValueSource",
     "encoded_size",
     "json_parses",
+    "parse_sizes",
     "resolve_values",
+    "value_bytes",
     "value_strategy",
 ]
 
@@ -101,8 +109,24 @@ DOCUMENT_INVARIANTS = (
 )
 register_invariants(DOCUMENT_INVARIANTS)  # S1: the engine's CONFINED, shared by every kind
 
-DOC_WORKLOADS = ("first-save", "resize", "save-after-failure", "random")
+DOC_WORKLOADS = ("first-save", "resize", "many-saves", "save-after-failure", "random")
 """The document workloads, in the order verify runs them."""
+
+BASIC_WORKLOADS = ("first-save", "resize", "save-after-failure", "random")
+"""The default workloads of ``--exec`` (each save a process under strace: ``many-saves``
+on request there) and the ones ``explain`` searches."""
+
+DEFAULT_SIZES = (4096, 65536)
+"""The size boundaries (bytes) ``many-saves`` crosses when ``--sizes`` is not given."""
+
+MANY_SAVES = 16
+"""Saves of ``many-saves``."""
+
+LARGE_VALUE = 2**20
+"""The boundary ``large-values`` crosses at least (1 MiB)."""
+
+MAX_SIZE = 64 * 2**20
+"""The largest boundary ``--sizes`` takes (64 MiB)."""
 
 _RESIZE_BYTES = (120, 5000, 300, 9000, 4000, 4200)
 """Approximate encoded sizes of ``resize``'s saves: across the 4096-byte boundaries."""
@@ -110,7 +134,7 @@ _RESIZE_BYTES = (120, 5000, 300, 9000, 4000, 4200)
 _TEN_SAVES_BYTES = (120, 5000, 300, 9000, 4000, 4200, 12500, 60, 8200, 4090)
 """``ten-saves`` (on request, not run by default; the benchmark's workload)."""
 
-EXTRA_WORKLOADS = ("ten-saves",)
+EXTRA_WORKLOADS = ("ten-saves", "large-values")
 """Document workloads run only when named (``--workload``)."""
 
 
@@ -257,6 +281,62 @@ def _sized(values: str, generation: int, nbytes: int) -> Any:
     return {"generation": generation, "pad": pad}
 
 
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """The size boundaries ``--sizes`` names: comma-separated sizes, each a number of
+    bytes with an optional ``K`` (KiB) or ``M`` (MiB) suffix (``4K,64K,1M``), at least
+    512 bytes and at most 64 MiB; returned sorted, each once. Raises ValueError naming
+    the bad part."""
+    out: set[int] = set()
+    for part in text.split(","):
+        item = part.strip().upper().removesuffix("IB").removesuffix("B")
+        scale = {"K": 2**10, "M": 2**20}.get(item[-1:], 1)
+        digits = item[:-1] if scale > 1 else item
+        if not digits.isascii() or not digits.isdigit():
+            raise ValueError(
+                f"--sizes: {part.strip()!r} is not a size (bytes, or a number with K or M: "
+                "4K,64K,1M)"
+            )
+        size = int(digits) * scale
+        if not 512 <= size <= MAX_SIZE:
+            raise ValueError(f"--sizes: {part.strip()!r} is outside 512 bytes .. 64M")
+        out.add(size)
+    return tuple(sorted(out))
+
+
+def value_bytes(value: Any) -> int:
+    """A value's size as a JSON document store writes it (UTF-8 JSON; ``repr`` for a
+    value JSON cannot encode): the bytes a workload's bounds are counted in."""
+    try:
+        return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError):
+        return len(repr(value).encode("utf-8", "replace"))
+
+
+def many_saves_bytes(sizes: Sequence[int]) -> tuple[int, ...]:
+    """The approximate encoded sizes of ``many-saves``'s 16 saves: a small value and
+    values just under and just over every boundary of ``sizes``, in an order where
+    consecutive saves differ and cross boundaries both ways (deterministic)."""
+    levels = [120]
+    for b in sorted(sizes):
+        levels += [b - 160, b + 200]
+    order: list[int] = []
+    rnd = random.Random(MANY_SAVES)
+    while len(order) < MANY_SAVES:
+        round_ = levels[:]
+        rnd.shuffle(round_)
+        if order and round_[0] == order[-1]:
+            round_.append(round_.pop(0))
+        order += round_
+    return tuple(order[:MANY_SAVES])
+
+
+def large_values_bytes(sizes: Sequence[int]) -> tuple[int, ...]:
+    """``large-values``: across the largest boundary of ``sizes`` at or above 1 MiB
+    (1 MiB if none is), growing then shrinking."""
+    b = max([LARGE_VALUE, *sizes])
+    return (300, b - 4096, b + 4096, 2000)
+
+
 # --- workloads -----------------------------------------------------------------------
 
 
@@ -330,6 +410,7 @@ class DocumentKind:
         strategy: the hypothesis strategy (default: the named one).
         equal: value equality (default ``==``).
         seed: the seed of generated workloads and of the interception.
+        sizes: the size boundaries (bytes) ``many-saves`` crosses (:func:`parse_sizes`).
     """
 
     name = "document"
@@ -345,8 +426,10 @@ class DocumentKind:
         strategy: Any = None,
         equal: Callable[[Any, Any], bool] | None = None,
         seed: int = 0,
+        sizes: Sequence[int] = DEFAULT_SIZES,
     ) -> None:
         self.runner = runner
+        self.sizes = tuple(sizes)
         self.target = target
         self.values = values
         self.source: ValueSource | None = None
@@ -382,6 +465,16 @@ class DocumentKind:
             w = DocWorkload(base, (self._value(0, 300),))
         elif base == "resize":
             w = DocWorkload(base, tuple(self._value(i, n) for i, n in enumerate(_RESIZE_BYTES)))
+        elif base == "many-saves":
+            w = DocWorkload(
+                base,
+                tuple(self._value(i, n) for i, n in enumerate(many_saves_bytes(self.sizes))),
+            )
+        elif base == "large-values":
+            w = DocWorkload(
+                base,
+                tuple(self._value(i, n) for i, n in enumerate(large_values_bytes(self.sizes))),
+            )
         elif base == "ten-saves":
             w = DocWorkload(base, tuple(self._value(i, n) for i, n in enumerate(_TEN_SAVES_BYTES)))
         elif base == "save-after-failure":
@@ -861,12 +954,22 @@ class DocumentKind:
         ]
         if self.values not in ("json", "custom"):
             parts.append(f"--values {self.values}")
+        if self.sizes != DEFAULT_SIZES:
+            parts.append(f"--sizes {','.join(_size_text(n) for n in self.sizes)}")
         if workload.name.split(":", 1)[0] == "random" and self.examples != 20:
             parts.append(f"--examples {self.examples}")
         if fault is not None:
             parts.append(f"--fault {fault_spec(fault)}")
         parts.append(f"--crash-point {k}")
         return " ".join(parts)
+
+
+def _size_text(n: int) -> str:
+    """``4K``, ``1M``, ``1000``: as ``--sizes`` takes it."""
+    for suffix, scale in (("M", 2**20), ("K", 2**10)):
+        if n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
 
 
 def _outside(path: str, base: str) -> bool:
