@@ -60,6 +60,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
+from ._actors import ActorHooks
 from ._descriptors import DescriptorTable, normalise
 from ._image import os_error
 from ._protocol import FileSystem
@@ -260,6 +261,9 @@ class Interception:
         self.table = DescriptorTable(fs)
         self.cwd = self.root
         self.pid = 0
+        self.actors: ActorHooks | None = None
+        """Set by a scheduler of concurrent actors (faultfs/_actors.py): file calls,
+        ``fcntl`` locks, sleeps and the monotonic clocks go through it."""
         self._clock_ns = 0
         self._rng = random.Random(seed)
         self._modes: dict[str, int] = {}
@@ -346,18 +350,27 @@ class _Guard:
     (``threading: concurrent file calls``): the order of such calls is the
     scheduler's, so a re-run may not issue the same trace."""
 
-    __slots__ = ("_i", "_lock")
+    __slots__ = ("_depth", "_i", "_lock")
 
     def __init__(self, icpt: Interception) -> None:
         self._i = icpt
         self._lock = threading.RLock()
+        self._depth = threading.local()
 
     def __enter__(self) -> None:
+        actors = self._i.actors
+        if actors is not None:
+            depth = getattr(self._depth, "n", 0)
+            if depth == 0:  # an outermost call: a point where the scheduler may switch
+                actors.before_call()
+            self._depth.n = depth + 1
         if not self._lock.acquire(blocking=False):
             self._i.report("threading: concurrent file calls")
             self._lock.acquire()
 
     def __exit__(self, *exc: object) -> None:
+        if self._i.actors is not None:
+            self._depth.n = max(getattr(self._depth, "n", 1) - 1, 0)
         self._lock.release()
 
 
@@ -868,6 +881,10 @@ class _FakeOs:
         self._i.cwd = p
 
     def getpid(self) -> int:
+        actors = self._i.actors
+        pid = actors.pid() if actors is not None else None
+        if pid is not None:
+            return pid
         return self._i.pid
 
     def urandom(self, size: int) -> bytes:
@@ -1353,7 +1370,7 @@ class _FakeTime:
 
     @staticmethod
     def dir() -> list[str]:
-        return ["time", "time_ns"]
+        return ["time", "time_ns", "sleep", "monotonic", "perf_counter"]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
@@ -1363,6 +1380,22 @@ class _FakeTime:
 
     def time_ns(self) -> int:
         return self._i.now_ns()
+
+    # Under a scheduler of actors (faultfs/_actors.py) sleeping and the monotonic
+    # clocks are virtual: a poll loop advances a clock, it does not wait.
+    def sleep(self, seconds: float) -> None:
+        actors = self._i.actors
+        if actors is None:
+            return time.sleep(seconds)
+        actors.sleep(seconds)
+
+    def monotonic(self) -> float:
+        actors = self._i.actors
+        return time.monotonic() if actors is None else actors.monotonic()
+
+    def perf_counter(self) -> float:
+        actors = self._i.actors
+        return time.perf_counter() if actors is None else actors.monotonic()
 
     def localtime(self, secs: float | None = None) -> _StructTime:
         return time.localtime(self.time() if secs is None else secs)
@@ -1407,10 +1440,35 @@ class _FakeFcntl(_Reporting):
     module_name = "fcntl"
 
     def flock(self, fd: Any, operation: int) -> None:
-        self._i.report("fcntl.flock")
+        if not self._actor_lock(fd, operation, self._real.LOCK_UN, self._real.LOCK_NB):
+            self._i.report("fcntl.flock")
 
     def lockf(self, fd: Any, cmd: int, *args: Any) -> None:
-        self._i.report("fcntl.lockf")
+        real = self._real
+        op = {real.LOCK_UN: real.LOCK_UN}.get(cmd, real.LOCK_EX)
+        if cmd in (real.F_TLOCK, real.LOCK_EX | real.LOCK_NB):
+            op |= real.LOCK_NB
+        if cmd in (real.F_ULOCK, real.LOCK_UN):
+            op = real.LOCK_UN
+        if not self._actor_lock(fd, op, real.LOCK_UN, real.LOCK_NB):
+            self._i.report("fcntl.lockf")
+
+    def _actor_lock(self, fd: Any, operation: int, unlock: int, nonblocking: int) -> bool:
+        """A whole-file lock between actors (faultfs/_actors.py); False when no
+        scheduler is installed or ``fd`` is not a modelled descriptor."""
+        actors = self._i.actors
+        if not isinstance(fd, int):
+            fd = fd.fileno()
+        if actors is None or fd not in self._i.table:
+            return False
+        path = self._i.table.path(fd)
+        actors.flock(
+            path,
+            exclusive=True,
+            blocking=not operation & nonblocking,
+            unlock=operation & ~nonblocking == unlock,
+        )
+        return True
 
     def fcntl(self, fd: Any, cmd: int, arg: Any = 0) -> Any:
         if not isinstance(fd, int):
@@ -1529,7 +1587,21 @@ _route(
     os,
 )
 _route(_FakePath, tuple(_FakePath.dir()), posixpath)
-_route(_FakeTime, ("time", "time_ns", "localtime", "gmtime", "ctime", "strftime"), time)
+_route(
+    _FakeTime,
+    (
+        "time",
+        "time_ns",
+        "localtime",
+        "gmtime",
+        "ctime",
+        "strftime",
+        "sleep",
+        "monotonic",
+        "perf_counter",
+    ),
+    time,
+)
 for _cls in (_FakeFcntl, _FakeMmap, _FakeSqlite3, _FakeSubprocess):
     _route(_cls, tuple(_cls.dir()), lambda self: self._real)
 
