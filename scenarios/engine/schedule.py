@@ -64,7 +64,7 @@ class Decision:
         enabled: the actors that could run, in order.
         chosen: the one that ran next.
         current_enabled: whether ``current`` could have continued.
-        at: yield points passed before it (for a report's lanes).
+        at: operations done when it was taken (the scheduler's ``counter``).
     """
 
     current: int | None
@@ -90,7 +90,9 @@ class Outcome:
         diverged: a forced choice named an actor that could not run (a replay that
             does not fit the target any more).
         now: virtual seconds at the end.
-        events: ``(actor, what)`` for every yield point, in order (a report's lanes).
+        events: ``(actor, what)`` for every yield point, in order.
+        segments: ``(actor, start)``: from ``start`` operations done on, ``actor`` ran
+            (until the next segment): who issued each operation (a report's lanes).
     """
 
     choices: tuple[int, ...] = ()
@@ -99,6 +101,7 @@ class Outcome:
     diverged: bool = False
     now: float = 0.0
     events: list[tuple[int, str]] = field(default_factory=list)
+    segments: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def preemptions(self) -> int:
@@ -106,8 +109,17 @@ class Outcome:
 
     @property
     def preempted_at(self) -> list[int]:
-        """Indices into :attr:`events` where a preemption happened."""
+        """Operations done when each preemption happened (:attr:`Decision.at`)."""
         return [d.at for d in self.decisions if d.preemption]
+
+    def actor_of(self, op: int) -> int | None:
+        """The actor that issued operation ``op`` (None: before any actor ran)."""
+        who = None
+        for actor, start in self.segments:
+            if start > op:
+                break
+            who = actor
+        return who
 
 
 def format_schedule(choices: Sequence[int]) -> str:
@@ -139,6 +151,8 @@ class Scheduler:
         stall_seconds: real seconds an actor may run without yielding before the
             schedule is stuck (W1).
         pid_base: ``os.getpid`` of actor ``i`` is ``pid_base + i``.
+        counter: operations done so far (a recording's ``op_count``): decisions and
+            :attr:`Outcome.segments` are placed on it.
     """
 
     def __init__(
@@ -148,7 +162,9 @@ class Scheduler:
         step_budget: int = 20_000,
         stall_seconds: float = 10.0,
         pid_base: int = 2000,
+        counter: Callable[[], int] | None = None,
     ) -> None:
+        self.counter = counter or (lambda: len(self.outcome.events))
         self.forced = tuple(forced)
         self.step_budget = step_budget
         self.stall_seconds = stall_seconds
@@ -278,9 +294,11 @@ class Scheduler:
                     tuple(enabled),
                     chosen,
                     can_continue,
-                    at=len(self.outcome.events),
+                    at=self.counter(),
                 )
             )
+        if chosen != self._turn or not self.outcome.segments:
+            self.outcome.segments.append((chosen, self.counter()))
         self._turn = chosen
         self._cv.notify_all()
 
@@ -391,6 +409,7 @@ class Exploration:
         beyond_bound: branches the bound cut off (each at least one schedule unrun).
         beyond_limit: branches left when ``max_schedules`` was reached.
         kept: ``(key, outcome)`` of the first schedule of each distinct key, in order.
+        replayed: one schedule given (``--schedule``), the others not run.
     """
 
     bound: int
@@ -399,11 +418,12 @@ class Exploration:
     beyond_bound: int = 0
     beyond_limit: int = 0
     kept: list[tuple[Hashable, Outcome]] = field(default_factory=list)
+    replayed: bool = False
 
     @property
     def exhaustive(self) -> bool:
         """Every schedule was run (nothing cut off by the bound or the limit)."""
-        return self.beyond_bound == 0 and self.beyond_limit == 0
+        return self.beyond_bound == 0 and self.beyond_limit == 0 and not self.replayed
 
     def words(self) -> str:
         """One line stating the bound and what it left out."""
@@ -411,6 +431,8 @@ class Exploration:
             f"{self.schedules} schedules ({self.distinct} distinct traces), "
             f"at most {self.bound} preemptions"
         )
+        if self.replayed:
+            return head + ": one schedule replayed (--schedule), the others not run"
         if self.exhaustive:
             return head + ": every schedule within the bound (no schedule needs more)"
         parts = []

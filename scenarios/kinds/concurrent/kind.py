@@ -231,6 +231,7 @@ class ConcurrentKind:
         sched = Scheduler(workload.schedule, pid_base=2000 + self.seed % 1000)
         fs = MemoryFileSystem(initial, clock=SchedulerClock(sched))
         rec = RecordingFileSystem(fs)
+        sched.counter = lambda: rec.op_count
         runner = self.runner
         runner.use(rec)
         runner._fresh(rec)
@@ -556,8 +557,9 @@ def explore_concurrent(
 
     if schedule is not None:
         _, out = run_one(schedule)
-        exploration = Exploration(kind.preemptions, schedules=1, distinct=1, kept=[((), out)])
-        exploration.beyond_limit = 0
+        exploration = Exploration(
+            kind.preemptions, schedules=1, distinct=1, kept=[((), out)], replayed=True
+        )
         picked = [schedule]
     else:
         exploration = explore_schedules(
