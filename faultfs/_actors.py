@@ -16,9 +16,9 @@ hooks, and whoever installed them (the harness's deterministic scheduler) decide
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ActorHooks"]
+__all__ = ["ActorHooks", "YieldingFileSystem"]
 
 
 @runtime_checkable
@@ -41,3 +41,28 @@ class ActorHooks(Protocol):
 
     def pid(self) -> int | None:
         """The calling actor's process id (``os.getpid``), None outside an actor."""
+
+
+class YieldingFileSystem:
+    """``inner`` (a :class:`~crashpoint.faultfs.FileSystem`) whose every method call is
+    first a yield point of ``hooks``: a protocol target (``factory(fs, base_dir)``)
+    calls the filesystem directly, not through the interception, and is scheduled by
+    this. Attributes other than methods are ``inner``'s."""
+
+    __slots__ = ("_hooks", "_inner")
+
+    def __init__(self, inner: Any, hooks: ActorHooks) -> None:
+        self._inner = inner
+        self._hooks = hooks
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if name.startswith("_") or not callable(value):
+            return value
+        hooks = self._hooks
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            hooks.before_call()
+            return value(*args, **kwargs)
+
+        return call

@@ -64,6 +64,7 @@ def test_last_writer_wins_is_said_in_the_report(tmp_path: pathlib.Path) -> None:
         "--preemptions",
         "1",
     )
+    assert code == 0, report["findings"]
     assert report["last_writer_wins"] is True and report["preemption_bound"] == 1
     assert all(f["invariant"] != "L1" for f in report["findings"])
     assert "--last-writer-wins" in (tmp_path / "out" / "report.md").read_text()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....faultfs import CrashState, Fault, MemoryFileSystem, PersistenceModel, RecordingFileSystem
+from ....faultfs._actors import YieldingFileSystem
 from ...engine.explore import (
     EngineResult,
     Finding,
@@ -214,9 +215,11 @@ class ConcurrentKind:
         runner._fresh(fs)
         failed: list[BaseException] = []
 
+        target_fs: Any = YieldingFileSystem(fs, sched) if runner.mode == "protocol" else fs
+
         def first() -> None:
             try:
-                obj = runner.build_actor(fs)
+                obj = runner.build_actor(target_fs)
                 runner.call("save() (the first value)", lambda: obj.save(copy.deepcopy(_FIRST)))
             except Exception as exc:
                 failed.append(exc)
@@ -235,6 +238,8 @@ class ConcurrentKind:
         runner = self.runner
         runner.use(rec)
         runner._fresh(rec)
+        # a protocol target calls its filesystem directly: each call a yield point
+        target_fs: Any = YieldingFileSystem(rec, sched) if runner.mode == "protocol" else rec
         # Each actor builds its own instance in its own thread (its own pid, as a
         # separate process: filelock remembers the pid that made it).
         objs: list[Any] = [None] * workload.actors
@@ -259,7 +264,7 @@ class ConcurrentKind:
         def body(actor: int) -> Callable[[], None]:
             def go() -> None:
                 try:
-                    obj = objs[actor] = runner.build_actor(rec)
+                    obj = objs[actor] = runner.build_actor(target_fs)
                 except Exception as exc:
                     steps.append(
                         Step(
@@ -370,6 +375,8 @@ class ConcurrentKind:
             if s.acknowledged_by(k if k is not None else 1 << 60)
         }
         may = {s.payload[1]: s.payload[2] for s in ups}
+        if self.last_writer_wins:  # a later update may overwrite an earlier one's key
+            need = {}
         value = dict(obs.value)
         for key, val in _FIRST.items():
             if value.pop(key, None) != val:
