@@ -276,11 +276,8 @@ class Scheduler:
                 self._abort(f"deadlock: {waits}")
             self._cv.notify_all()
             return
-        for i in enabled:
-            if self._wake[i] <= self.now:
-                self._wake[i] = 0.0 if self._wake[i] <= self.now else self._wake[i]
         can_continue = current is not None and current in enabled
-        chosen = current if can_continue else enabled[0]
+        chosen: int = current if current is not None and can_continue else enabled[0]
         if len(enabled) > 1:
             k = len(self.outcome.decisions)
             if k < len(self.forced):
