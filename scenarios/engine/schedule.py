@@ -159,7 +159,7 @@ class Scheduler:
         self,
         forced: Sequence[int] = (),
         *,
-        step_budget: int = 20_000,
+        step_budget: int = 5_000,
         stall_seconds: float = 10.0,
         pid_base: int = 2000,
         counter: Callable[[], int] | None = None,
@@ -221,6 +221,8 @@ class Scheduler:
         if me is None:
             return
         with self._cv:
+            self.outcome.events.append((me, f"{'unlock' if unlock else 'lock'} {path}?"))
+            self._switch(me)  # a lock call is a yield point
             if unlock:
                 if self._locks.get(path) == me:
                     del self._locks[path]

@@ -116,18 +116,24 @@ def test_the_scheduler_never_switches_between_two_operations_of_one_yield() -> N
 
 
 def test_a_deadlock_is_stuck_not_a_hang() -> None:
-    sched = Scheduler((0, 1))
+    def run_one(prefix):  # type: ignore[no-untyped-def]
+        sched = Scheduler(prefix)
 
-    def one(first: str, second: str):  # type: ignore[no-untyped-def]
-        def go() -> None:
-            sched.flock(first, True, True, False)
-            sched.point("between")
-            sched.flock(second, True, True, False)
+        def one(first: str, second: str):  # type: ignore[no-untyped-def]
+            def go() -> None:
+                sched.flock(first, True, True, False)
+                sched.point("between")
+                sched.flock(second, True, True, False)
 
-        return go
+            return go
 
-    out = sched.run([one("/x", "/y"), one("/y", "/x")])
-    assert out.stuck is not None and out.stuck.startswith("deadlock")
+        out = sched.run([one("/x", "/y"), one("/y", "/x")])
+        return out.stuck, out
+
+    found = explore_schedules(run_one, preemptions=2)
+    stuck = [key for key, _ in found.kept if key is not None]
+    assert stuck and all(s.startswith("deadlock") for s in stuck)
+    assert None in {key for key, _ in found.kept}  # and schedules that do not deadlock
 
 
 def test_a_spinning_actor_is_stuck_and_time_is_virtual() -> None:
@@ -143,21 +149,26 @@ def test_a_spinning_actor_is_stuck_and_time_is_virtual() -> None:
 
 
 def test_a_non_blocking_try_on_a_held_lock_raises_ewouldblock() -> None:
-    sched = Scheduler((0, 1))
-    seen: list[int] = []
+    def run_one(prefix):  # type: ignore[no-untyped-def]
+        sched = Scheduler(prefix)
+        seen: list[int] = []
 
-    def a() -> None:
-        sched.flock("/l", True, True, False)
-        sched.point("hold")
+        def a() -> None:
+            sched.flock("/l", True, True, False)
+            sched.point("hold")
+            sched.flock("/l", True, True, True)
 
-    def b() -> None:
-        try:
-            sched.flock("/l", True, False, False)
-        except BlockingIOError as exc:
-            seen.append(exc.errno)
+        def b() -> None:
+            try:
+                sched.flock("/l", True, False, False)
+            except BlockingIOError as exc:
+                seen.append(exc.errno)
 
-    sched.run([a, b])
-    assert seen == [errno.EWOULDBLOCK]
+        out = sched.run([a, b])
+        return tuple(seen), out
+
+    found = explore_schedules(run_one, preemptions=2)
+    assert {key for key, _ in found.kept} == {(), (errno.EWOULDBLOCK,)}
 
 
 def test_a_schedule_is_written_and_read_back() -> None:
