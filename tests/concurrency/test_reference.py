@@ -49,6 +49,8 @@ def test_the_references_unlocked_load_races_a_writers_rotation() -> None:
     found = _found(ReferenceDocument, "concurrent-update", last_writer_wins=True)
     assert ("process-crash", "I8") in found
     assert all(inv != "D2" for _, inv in found)
+    # the same window seen by a plain reader: R2 (a load that raises is not a version)
+    assert ("process-crash", "R2") in _found(ReferenceDocument, "save-while-load")
 
 
 def test_a_second_writer_waits_then_fails_with_the_typed_error_in_virtual_time() -> None:

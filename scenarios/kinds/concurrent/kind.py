@@ -557,9 +557,18 @@ def explore_concurrent(
     def run_one(prefix: tuple[int, ...]) -> tuple[Any, Outcome]:
         w = ConcurrentWorkload(workload, actors, prefix)
         run = kind.record(w, None)
-        key = tuple((op.kind, op.path, op.dst, op.render()) for op in run.ops) + tuple(
-            (s.label, s.begin, s.end, s.error) for s in run.steps
-        )
+        key = tuple(
+            (op.kind, op.path, op.dst, op.offset, op.data, op.size, op.errno) for op in run.ops
+        ) + tuple(
+            (
+                s.label,
+                s.begin,
+                s.end,
+                s.error,
+                repr(s.payload[1:]) if s.payload[0] == "load" else "",
+            )
+            for s in run.steps
+        )  # what each load returned is part of the trace (a read has no operation)
         return key, run.data.outcome
 
     if schedule is not None:
