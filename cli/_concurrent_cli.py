@@ -107,7 +107,7 @@ def run_concurrent(
 ) -> int:
     """The concurrent verify; returns the exit code (0 clean, 1 a finding or an
     incomplete verdict). Raises ValueError for bad input (a usage error)."""
-    from .reports._lanes import lane_rows, lanes_markdown, lanes_text
+    from .reports._lanes import lane_rows, lanes_html, lanes_markdown, lanes_page, lanes_text
     from .scenarios.engine.schedule import DEFAULT_PREEMPTIONS, parse_schedule
     from .scenarios.kinds.concurrent.kind import ConcurrentKind, explore_concurrent
     from .scenarios.kinds.document.kind import DOC_BASE
@@ -149,6 +149,7 @@ def run_concurrent(
         if args.last_writer_wins:
             md.append("L1 (no-lost-update) is not judged: --last-writer-wins declared.\n")
         lines: list[str] = []
+        page: list[tuple[str, str, str]] = []
         for res in results:
             words = res.exploration.words()
             line = (
@@ -157,6 +158,7 @@ def run_concurrent(
             )
             lines.append(line)
             md.append(f"## {res.workload}\n\n{line}\n")
+            page.append((res.workload, line, ""))
             seen: set[tuple[str, str]] = set()
             for w, e in res.findings:
                 for c in e.counterexamples:
@@ -186,6 +188,14 @@ def run_concurrent(
                     md.append("```\n" + text + "\n```\n")
                     md.append(f"Schedule ({pre} preemptions, bound {bound}):\n")
                     md.append(lanes_markdown(rows) + "\n")
+                    page.append(
+                        (
+                            f"{c.invariant} under {e.model}: schedule {pre} preemptions, "
+                            f"bound {bound}",
+                            text,
+                            lanes_html(rows),
+                        )
+                    )
     incomplete = sorted(
         {u for res in results for rs in res.results.values() for r in rs for u in r.unsupported}
     )
@@ -225,6 +235,9 @@ def run_concurrent(
         json.dump(summary, f, indent=2)
     with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(md))
+    title = f"crashpoint verify {args.target} --actors {actors}: {verdict}"
+    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
+        f.write(lanes_page(title, page))
     for text in lines:
         console.print(text, markup=False, highlight=False, emoji=False)
     return 0 if ok else 1

@@ -8,12 +8,13 @@ crash point are rows of their own, across the lanes.
 
 from __future__ import annotations
 
+import html
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LaneRow", "lane_rows", "lanes_markdown", "lanes_text"]
+__all__ = ["LaneRow", "lane_rows", "lanes_html", "lanes_markdown", "lanes_page", "lanes_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +94,49 @@ def lanes_markdown(rows: Sequence[LaneRow]) -> str:
             cells[r.actor] = f"`{text}`"
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def lanes_html(rows: Sequence[LaneRow]) -> str:
+    """An HTML table (a fragment): one column per actor, a preemption or the crash a
+    row across every lane (class ``preemption`` / ``crash``)."""
+    n = _actors(rows)
+    out = [
+        '<table class="lanes">',
+        "<tr>" + "".join(f"<th>actor {a}</th>" for a in range(n)) + "</tr>",
+    ]
+    for r in rows:
+        text = html.escape(r.text)
+        if r.actor is None:
+            cls = "crash" if r.text.startswith("==") else "preemption"
+            out.append(f'<tr class="{cls}"><td colspan="{n}">{text}</td></tr>')
+        else:
+            cells = ["<td></td>"] * n
+            cells[r.actor] = f"<td><code>{text}</code></td>"
+            out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:2em}table.lanes{border-collapse:collapse;margin:1em 0}"
+    "table.lanes td,table.lanes th{border:1px solid #ccc;padding:2px 8px;vertical-align:top}"
+    "tr.preemption td{background:#fff3cd;font-weight:bold}"
+    "tr.crash td{background:#f8d7da;font-weight:bold}pre{background:#f6f6f6;padding:1em}"
+)
+
+
+def lanes_page(title: str, sections: Sequence[tuple[str, str, str]]) -> str:
+    """A standalone HTML page: ``title``, then per section its heading, a preformatted
+    text (a counterexample) and a lanes fragment (:func:`lanes_html`)."""
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for heading, text, lanes in sections:
+        body.append(f"<h2>{html.escape(heading)}</h2>")
+        if text:
+            body.append(f"<pre>{html.escape(text)}</pre>")
+        body.append(lanes)
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        + "\n".join(body)
+        + "</body></html>\n"
+    )

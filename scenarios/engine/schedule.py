@@ -181,10 +181,18 @@ class Scheduler:
         self._steps = 0
         self._aborted = False
         self.outcome = Outcome()
+        self.foreign: list[str] = []
+        """Threads other than the actors that made a file call, locked or slept (a
+        target's own threads: not scheduled, so the verdict is incomplete)."""
 
     # --- the hooks (faultfs/_actors.py) ---------------------------------------------
     def _me(self) -> int | None:
-        return getattr(self._local, "actor", None)
+        me: int | None = getattr(self._local, "actor", None)
+        if me is None and self._n and threading.current_thread() is not threading.main_thread():
+            name = threading.current_thread().name
+            if name not in self.foreign:  # a thread the target started: not scheduled
+                self.foreign.append(name)
+        return me
 
     def before_call(self) -> None:
         self.point("call")

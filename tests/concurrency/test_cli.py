@@ -34,6 +34,8 @@ def test_the_shared_tmp_store_fails_with_i8_and_its_printed_replay_finds_it_agai
     assert "actor 0" in text and "actor 1" in text and "preemption" in text
     md = (tmp_path / "out" / "report.md").read_text()
     assert "at most 2 preemptions" in md and "| actor 0 | actor 1 |" in md
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert '<tr class="preemption">' in page and '<tr class="crash">' in page
     argv = shlex.split(i8["replay"])
     assert argv[:2] == ["crashpoint", "verify"] and "--schedule" in argv
     code, again = _verify(tmp_path / "replay", *argv[2:])

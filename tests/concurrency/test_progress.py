@@ -116,3 +116,21 @@ def test_excl_and_link_lock_files_serialise_the_writers() -> None:
         found, res = _found(cls)
         assert found == set(), cls.__name__
         assert res.crash_states > 0 and not res.incomplete
+
+
+class BackgroundSaver(_Doc):
+    """Saves from a thread of its own (not an actor): the verdict names it."""
+
+    def save(self, value: Any) -> None:
+        import threading
+
+        t = threading.Thread(target=self._put, args=(value,), name="bg-saver")
+        t.start()
+        t.join()
+
+
+def test_a_thread_the_target_starts_makes_the_verdict_incomplete_naming_it() -> None:
+    _, res = _found(BackgroundSaver)
+    assert res.incomplete
+    notes = {u for rs in res.results.values() for r in rs for u in r.unsupported}
+    assert any("bg-saver" in u for u in notes)

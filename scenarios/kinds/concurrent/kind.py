@@ -319,12 +319,16 @@ class ConcurrentKind:
         # The crash-free end: a fresh actor loads what the schedule left.
         if outcome.stuck is None:
             data.final = self.doc.observe(fs.crash_state())
+        unsupported = runner.unsupported() + [
+            f"threading: thread {name!r} started by the target is not scheduled as an actor"
+            for name in sched.foreign
+        ]
         return Run(
             initial,
             list(rec.trace.ops),
             steps,
             None,
-            runner.unsupported(),
+            unsupported,
             runner.escapes(),
             data=data,
             base=self.base,
