@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ._concurrent_cli import add_concurrent_options, run_concurrent, wants_concurrent
 from ._options import KindChoices, add_device_options, int_option, prepare_out, print_to_stdout
 
 __all__ = ["add_verify_parser", "run_verify"]
@@ -197,6 +198,7 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="hypothesis examples for the random workload (20)",
     )
+    add_concurrent_options(p)
     return p
 
 
@@ -328,6 +330,10 @@ def _verify(
             "or run unsharded"
         )
     known, baseline_target = _baseline(args.baseline) if args.baseline else (None, None)
+    try:
+        concurrent = wants_concurrent(args)
+    except ValueError as exc:
+        raise VerifyUsageError(str(exc)) from None
     exec_facts: Any = None
     shown = _strace_runner(args)
     if args.exec is not None:
@@ -344,6 +350,11 @@ def _verify(
     elif not args.target:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
+    if concurrent:  # issue 25: actors on one directory (cli/_concurrent_cli.py)
+        try:
+            return run_concurrent(args, console, err, list(models), out)
+        except (ValueError, KeyError) as exc:
+            raise VerifyUsageError(str(exc).strip("'\"")) from None
     if args.exec is not None:
         from .scenarios.jobs.exec import MAX_OUTPUT, allow_processes
 

@@ -347,6 +347,8 @@ class Verifier:
         """:meth:`verify`, then fail the test with the most severe counterexample (or
         the unsupported calls of an incomplete verdict)."""
         __tracebackhide__ = True
+        if options.get("actors", 1) > 1:
+            return self._check_concurrent(factory, **options)
         result = self.verify(factory, **options)
         piece = options.get("shard") or self.shard
         if piece is not None and result.examined_nothing and not result.unsupported:
@@ -356,6 +358,43 @@ class Verifier:
         except AssertionError as exc:
             pytest.fail(f"crashpoint verify: {result.verdict}\n{exc}", pytrace=False)
         return result
+
+    def _check_concurrent(
+        self,
+        factory: Callable[..., Any],
+        *,
+        actors: int,
+        preemptions: int = 2,
+        workload: str | None = None,
+        last_writer_wins: bool = False,
+        model: str | None = None,
+    ) -> Any:
+        """``check(factory, actors=N)``: the concurrent workloads (issue 25), failing
+        the test with the first counterexample of each workload, or an incomplete
+        verdict's calls; the bound is stated in the failure."""
+        __tracebackhide__ = True
+        from ._options import parse_models
+        from .scenarios.jobs.concurrent import verify_concurrent
+
+        results = verify_concurrent(
+            factory,
+            actors=actors,
+            models=parse_models(model or self.model),
+            workloads=[workload] if workload else None,
+            preemptions=preemptions,
+            last_writer_wins=last_writer_wins,
+        )
+        failures = []
+        for res in results:
+            for _, e in res.findings[:1]:
+                failures.append(f"{res.exploration.words()}\n{e.counterexamples[0].render()}")
+            if res.incomplete:
+                failures.append(f"{res.workload}: incomplete verdict")
+            if res.crash_states == 0:
+                failures.append(f"{res.workload}: nothing examined")
+        if failures:
+            pytest.fail("crashpoint verify --actors: " + "\n".join(failures), pytrace=False)
+        return results
 
     def properties(self) -> dict[str, object]:
         """The verdicts so far, as recorded in the test's user properties."""

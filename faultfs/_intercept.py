@@ -60,6 +60,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
+from ._actors import ActorHooks
 from ._clock import VirtualClock
 from ._descriptors import DescriptorTable, normalise
 from ._image import os_error
@@ -263,6 +264,9 @@ class Interception:
         self.pid = 0
         self.clock = VirtualClock(seed)
         self.thread = threading.get_ident()  # the thread the target's calls run on
+        self.actors: ActorHooks | None = None
+        """Set by a scheduler of concurrent actors (faultfs/_actors.py): file calls,
+        ``fcntl`` locks, sleeps and the monotonic clocks go through it."""
         self._rng = random.Random(seed)
         self._modes: dict[str, int] = {}
         self._times: dict[str, tuple[int, int]] = {}
@@ -347,18 +351,27 @@ class _Guard:
     (``threading: concurrent file calls``): the order of such calls is the
     scheduler's, so a re-run may not issue the same trace."""
 
-    __slots__ = ("_i", "_lock")
+    __slots__ = ("_depth", "_i", "_lock")
 
     def __init__(self, icpt: Interception) -> None:
         self._i = icpt
         self._lock = threading.RLock()
+        self._depth = threading.local()
 
     def __enter__(self) -> None:
+        actors = self._i.actors
+        if actors is not None:
+            depth = getattr(self._depth, "n", 0)
+            if depth == 0:  # an outermost call: a point where the scheduler may switch
+                actors.before_call()
+            self._depth.n = depth + 1
         if not self._lock.acquire(blocking=False):
             self._i.report("threading: concurrent file calls")
             self._lock.acquire()
 
     def __exit__(self, *exc: object) -> None:
+        if self._i.actors is not None:
+            self._depth.n = max(getattr(self._depth, "n", 1) - 1, 0)
         self._lock.release()
 
 
@@ -869,6 +882,10 @@ class _FakeOs:
         self._i.cwd = p
 
     def getpid(self) -> int:
+        actors = self._i.actors
+        pid = actors.pid() if actors is not None else None
+        if pid is not None:
+            return pid
         return self._i.pid
 
     def urandom(self, size: int) -> bytes:
@@ -1376,19 +1393,30 @@ class _FakeTime:
     def time_ns(self) -> int:
         return self._i.now_ns()
 
+    # The monotonic clocks are seeded and virtual (issue 22); under a scheduler of actors
+    # (faultfs/_actors.py, issue 25) they and sleeping are the scheduler's: a poll loop
+    # advances a clock, it does not wait.
     def monotonic_ns(self) -> int:
+        actors = self._i.actors
+        if actors is not None:
+            return int(actors.monotonic() * 1e9)
         return self._i.clock.monotonic_ns()
 
     def monotonic(self) -> float:
-        return self._i.clock.monotonic_ns() / 1e9
+        actors = self._i.actors
+        return actors.monotonic() if actors is not None else self._i.clock.monotonic_ns() / 1e9
 
     def perf_counter_ns(self) -> int:
-        return self._i.clock.monotonic_ns()
+        return self.monotonic_ns()
 
     def perf_counter(self) -> float:
-        return self._i.clock.monotonic_ns() / 1e9
+        return self.monotonic()
 
     def sleep(self, seconds: float) -> None:
+        actors = self._i.actors
+        if actors is not None:
+            actors.sleep(seconds)
+            return
         if threading.get_ident() != self._i.thread:
             time.sleep(seconds)
             return
@@ -1437,10 +1465,35 @@ class _FakeFcntl(_Reporting):
     module_name = "fcntl"
 
     def flock(self, fd: Any, operation: int) -> None:
-        self._i.report("fcntl.flock")
+        if not self._actor_lock(fd, operation, self._real.LOCK_UN, self._real.LOCK_NB):
+            self._i.report("fcntl.flock")
 
     def lockf(self, fd: Any, cmd: int, *args: Any) -> None:
-        self._i.report("fcntl.lockf")
+        real = self._real
+        op = {real.LOCK_UN: real.LOCK_UN}.get(cmd, real.LOCK_EX)
+        if cmd in (real.F_TLOCK, real.LOCK_EX | real.LOCK_NB):
+            op |= real.LOCK_NB
+        if cmd in (real.F_ULOCK, real.LOCK_UN):
+            op = real.LOCK_UN
+        if not self._actor_lock(fd, op, real.LOCK_UN, real.LOCK_NB):
+            self._i.report("fcntl.lockf")
+
+    def _actor_lock(self, fd: Any, operation: int, unlock: int, nonblocking: int) -> bool:
+        """A whole-file lock between actors (faultfs/_actors.py); False when no
+        scheduler is installed or ``fd`` is not a modelled descriptor."""
+        actors = self._i.actors
+        if not isinstance(fd, int):
+            fd = fd.fileno()
+        if actors is None or fd not in self._i.table:
+            return False
+        path = self._i.table.path(fd)
+        actors.flock(
+            path,
+            exclusive=True,
+            blocking=not operation & nonblocking,
+            unlock=operation & ~nonblocking == unlock,
+        )
+        return True
 
     def fcntl(self, fd: Any, cmd: int, arg: Any = 0) -> Any:
         if not isinstance(fd, int):

@@ -349,6 +349,13 @@ class Runner(abc.ABC):
     def build(self, fs: FileSystem) -> Any:
         """The target object on ``fs`` (the factory called, as a new process would)."""
 
+    def build_actor(self, fs: FileSystem) -> Any:
+        """Another target object on ``fs``, sharing the current run (SPEC.md §10.1: an
+        actor; the descriptors of the ones built before stay valid)."""
+        if self.mode == "protocol":
+            return self._contained(lambda: self.factory(fs, self.base_dir))
+        return self._contained(lambda: self.factory(self.base_dir))
+
     def escapes(self) -> list[str]:
         """Paths outside the base directory the target tried to change so far."""
         return list(getattr(self._icpt, "escapes", []) or [])
