@@ -64,20 +64,25 @@ def save(path: str, value: Any, config: str = DEFAULT) -> None:
 
 def load(path: str, config: str = DEFAULT) -> Any:
     """The committed value (``None`` before the first commit). Raises IntegrityError
-    (``PRAGMA integrity_check`` not ``ok``), ValueError (a torn transaction)."""
+    (``PRAGMA integrity_check`` not ``ok``, or SQLite calling the file malformed),
+    ValueError (a torn transaction)."""
     if not os.path.exists(os.path.join(path, FILE)):
         return None
-    con = _connect(path, config)
     try:
-        check = [r[0] for r in con.execute("PRAGMA integrity_check")]
-        if check != ["ok"]:
-            raise IntegrityError("PRAGMA integrity_check: " + "; ".join(map(str, check[:3])))
-        has = con.execute("SELECT 1 FROM sqlite_master WHERE name='kv'").fetchone()
-        if has is None:
-            return None
-        return _codec.value({k: bytes(v) for k, v in con.execute("SELECT k, v FROM kv")})
-    finally:
-        con.close()
+        con = _connect(path, config)
+        try:
+            check = [r[0] for r in con.execute("PRAGMA integrity_check")]
+            if check != ["ok"]:
+                raise IntegrityError("PRAGMA integrity_check: " + "; ".join(map(str, check[:3])))
+            has = con.execute("SELECT 1 FROM sqlite_master WHERE name='kv'").fetchone()
+            if has is None:
+                return None
+            recs = {k: bytes(v) for k, v in con.execute("SELECT k, v FROM kv")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise IntegrityError(f"{type(exc).__name__}: {exc}") from None
+    return _codec.value(recs)
 
 
 class IntegrityError(Exception):
