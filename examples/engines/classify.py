@@ -141,6 +141,87 @@ _DOCUMENTED: list[tuple[str, str, tuple[str, ...], tuple[str, ...], str, str]] =
     ),
 ]
 
+# The guarantee a finding without a trade-off breaks: (engine, families) -> (line, source).
+# SQLite's lines are quoted from its pragma page; a line marked "(paraphrased)" states the
+# engine's documented promise in our words (its page named), not yet checked word for word.
+_GUARANTEES: list[tuple[str, tuple[str, ...], str, str]] = [
+    (
+        "sqlite",
+        ("process-crash",),
+        "Transactions are durable across application crashes regardless of the synchronous "
+        "setting or journal mode.",
+        SQLITE_PRAGMA + "#pragma_synchronous",
+    ),
+    (
+        "sqlite",
+        POWER_LOSS,
+        "When synchronous is FULL (2), the SQLite database engine will use the xSync method of "
+        "the VFS to ensure that all content is safely written to the disk surface prior to "
+        "continuing. This ensures that an operating system crash or power failure will not "
+        "corrupt the database.",
+        SQLITE_PRAGMA + "#pragma_synchronous",
+    ),
+    (
+        "lmdb",
+        ("process-crash", *POWER_LOSS),
+        "(paraphrased) "
+        "LMDB is fully transactional with full ACID semantics; [...] it is crash-proof: no "
+        "recovery procedure is needed after a system crash.",
+        "http://www.lmdb.tech/doc/ (Introduction)",
+    ),
+    (
+        "leveldb",
+        ("process-crash", *POWER_LOSS),
+        "(paraphrased) "
+        "A DB write with sync==true has similar crash semantics to a write() system call "
+        "followed by fsync(); the updates of a WriteBatch are applied atomically.",
+        "https://github.com/google/leveldb/blob/main/doc/index.md (Synchronous Writes, "
+        "Atomic Updates)",
+    ),
+    (
+        "rocksdb",
+        ("process-crash", *POWER_LOSS),
+        "(paraphrased) "
+        "With WriteOptions.sync=true the write is flushed before it is considered complete; "
+        "a WriteBatch is applied atomically.",
+        "https://github.com/facebook/rocksdb/wiki/Basic-Operations (Atomic Updates, "
+        "Synchronous Writes)",
+    ),
+    (
+        "zodb",
+        ("process-crash", *POWER_LOSS),
+        "(paraphrased) "
+        "ZODB provides all the ACID properties: a transaction either commits entirely or "
+        "not at all, and a committed one is durable.",
+        "https://zodb.org/en/latest/introduction.html (Transactions)",
+    ),
+    (
+        "git",
+        ("process-crash", *POWER_LOSS),
+        "(paraphrased) "
+        "core.fsync / core.fsyncMethod: git's default writes objects and refs so that a "
+        "crash leaves the repository consistent (git fsck clean).",
+        "https://git-scm.com/docs/git-config#Documentation/git-config.txt-corefsync",
+    ),
+    (
+        "hg",
+        ("process-crash", *POWER_LOSS),
+        "(paraphrased) "
+        "Mercurial writes with a transaction journal: an interrupted transaction is rolled "
+        "back by hg recover, and the repository stays consistent (hg verify clean).",
+        "https://www.mercurial-scm.org/doc/hg.1.html#recover",
+    ),
+]
+
+
+def guarantee(engine: str, family: str) -> tuple[str, str] | None:
+    """The engine's documented guarantee that a finding under ``family`` breaks."""
+    for eng, families, line, source in _GUARANTEES:
+        if eng == engine and family in families:
+            return (line, source)
+    return None
+
+
 _RECOVERY_FILES = ("-journal", "-wal", ".log", "journal", "LOG", ".lock")
 
 
@@ -151,7 +232,8 @@ class Classified:
     Attributes: engine, config, family (the model's family name), workload, invariant,
     crash_point, operation (the operation that did not run), state_digest (the crash
     state's identity), got (what load gave); cls: ``atomicity`` | ``ordering`` |
-    ``durability`` | ``recovery``; trade_off: ``(quoted line, source)`` when documented;
+    ``durability`` | ``recovery`` | ``unjudged``; trade_off: ``(quoted line, source)``
+    when documented;
     hypothetical: reached only through the model's device options."""
 
     engine: str
@@ -166,6 +248,14 @@ class Classified:
     cls: str
     trade_off: tuple[str, str] | None = None
     hypothetical: bool = False
+
+    @property
+    def breaks(self) -> tuple[str, str] | None:
+        """The documented guarantee this finding breaks (None for a trade-off, a recovery
+        or what was not judged)."""
+        if self.trade_off or not self.is_finding:
+            return None
+        return guarantee(self.engine, self.family)
 
     @property
     def label(self) -> str:

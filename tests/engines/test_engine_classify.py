@@ -153,3 +153,10 @@ def test_codec_refuses_records_no_save_wrote() -> None:
 def test_an_unknown_configuration_is_named() -> None:
     out = _drive("sqlite:nope", "load", "/nonexistent")
     assert out.returncode != 0 and "no configuration 'nope'" in out.stderr
+
+
+def test_a_finding_that_is_no_trade_off_names_the_guarantee_it_breaks() -> None:
+    f = _one("sqlite", "delete", "process-crash", Found("A1"))
+    assert f.trade_off is None and f.breaks is not None
+    assert "application crashes" in f.breaks[0]
+    assert _one("sqlite", "wal-normal", "ext4", Found("A2")).breaks is None
