@@ -326,8 +326,9 @@ def classify_result(engine: str, config: str, result: Any) -> list[Classified]:
     """Every finding of a ``VerifyResult`` (one per model it ran), ordering marked."""
     out: list[Classified] = []
     for r in result.results:
-        out += classify(engine, config, r.model, r.counterexamples, False)
-        out += classify(engine, config, r.model, getattr(r, "hypothetical", []), True)
+        family = r.family or r.model
+        out += classify(engine, config, family, r.counterexamples, False)
+        out += classify(engine, config, family, r.hypothetical, True)
     return mark_ordering(out)
 
 

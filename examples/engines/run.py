@@ -35,7 +35,9 @@ class EngineRun:
     """What one (engine, configuration, families, workloads) run gave.
 
     Attributes: engine, config, version (the engine's), families, workloads; seconds
-    (wall), processes (commands run), distinct (distinct crash states judged), incomplete
+    (wall), processes (commands run), distinct (distinct crash states judged), crash_points,
+    cut (crash-state combinations the model's bounds left out: an upper bound on what was
+    not examined; 0 is exhaustive for the model and workload), incomplete
     (calls the replay could not model, named: the verdict is then incomplete), found
     (every finding classified, recovery included)."""
 
@@ -47,6 +49,8 @@ class EngineRun:
     seconds: float = 0.0
     processes: int = 0
     distinct: int = 0
+    crash_points: int = 0
+    cut: int = 0
     incomplete: list[str] = field(default_factory=list)
     found: list[classify.Classified] = field(default_factory=list)
 
@@ -81,8 +85,10 @@ def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int
     out = EngineRun(mod.NAME, config, mod.version(), [m.name for m in models], workloads)
     out.seconds = time.monotonic() - t0
     out.processes = facts.processes
-    out.distinct = sum(getattr(r, "distinct_states", 0) for r in result.results)
-    out.incomplete = list(getattr(result, "unsupported", []) or [])
+    out.distinct = sum(r.distinct_states for r in result.results)
+    out.crash_points = sum(r.crash_points for r in result.results)
+    out.cut = sum(r.cut for r in result.results)
+    out.incomplete = list(dict.fromkeys(u for r in result.results for u in r.unsupported))
     out.found = classify.classify_result(mod.NAME, config, result)
     unjudged = sum(f.cls == "unjudged" for f in out.found)
     if unjudged:
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(
             f"{r.engine} {r.version} {r.config}: {classify.summary(r.found)}; {r.seconds:.0f} s, "
-            f"{r.processes} processes, {r.distinct} distinct states"
+            f"{r.processes} processes, {r.distinct} distinct states, {r.cut} cut by the bounds"
             + (f"; INCOMPLETE: {r.incomplete}" if r.incomplete else "")
         )
     return 1 if r.bugs or r.incomplete else 0
