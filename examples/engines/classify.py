@@ -10,9 +10,10 @@ kind, SPEC.md §10) becomes a :class:`Classified`:
 - ``ordering``: a finding only the reordering family (``posix``: FAULT-MODEL.md, the
   persistence of two operations swapped) reaches, absent under ``ext4`` for the same
   engine, configuration, workload and invariant (:func:`mark_ordering`);
-- ``recovery``: an A3 "load wrote" on a state holding the engine's recovery file (a hot
-  rollback journal, a WAL, a log) whose load returned a value no worse than the state
-  held: the engine's recovery on open, not a finding (SPEC.md §10, A3 as a rule on
+- ``recovery``: an A3 on a state holding the engine's recovery file (a hot rollback
+  journal, a WAL, a log): the crash came before the engine's commit point (DELETE mode
+  commits by unlinking the journal), and the load rolled the uncommitted transaction
+  back, writing or not: the engine's recovery on open, not a finding (SPEC.md §10, A3 as a rule on
   states; kept only until that rule is in the engine, then such findings no longer
   appear).
 
@@ -272,7 +273,7 @@ def _cls(c: Any) -> str:
     inv = c.invariant
     if "IsADirectoryError" in c.got:
         return "unjudged"
-    if inv == "A3" and "load wrote" in c.got and _holds_recovery_file(c.crash_state):
+    if inv == "A3" and _holds_recovery_file(c.crash_state):
         return "recovery"
     if inv in ("A1", "A5"):
         return "atomicity"

@@ -63,6 +63,10 @@ def test_a_hot_journal_rolled_back_on_open_is_recovery_not_a_finding() -> None:
         "sqlite", "delete", "process-crash", Found("A3", "None, and load wrote", crash_state=state)
     )
     assert (f.cls, f.is_finding, f.trade_off) == ("recovery", False, None)
+    # the same state judged "returned the initial value while save#0's pages are on disk":
+    # the journal's unlink is DELETE mode's commit point, it had not run
+    g = _one("sqlite", "delete-off", "process-crash", Found("A3", "None", crash_state=state))
+    assert g.cls == "recovery"
 
 
 def test_a_load_that_writes_over_a_store_without_recovery_file_is_a_finding() -> None:
