@@ -93,7 +93,8 @@ def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int
     unjudged = sum(f.cls == "unjudged" for f in out.found)
     if unjudged:
         out.incomplete.append(
-            f"{unjudged} finding(s) not judged: the load opened its directory (issue 22)"
+            f"{unjudged} finding(s) not judged: the load opened its directory (issue 22), "
+            "or a call the replay does not model (classify.REPLAY_GAPS)"
         )
     return out
 

@@ -164,3 +164,8 @@ def test_a_finding_that_is_no_trade_off_names_the_guarantee_it_breaks() -> None:
     assert f.trade_off is None and f.breaks is not None
     assert "application crashes" in f.breaks[0]
     assert _one("sqlite", "wal-normal", "ext4", Found("A2")).breaks is None
+
+
+def test_a_finding_made_by_a_call_the_replay_does_not_model_is_not_judged() -> None:
+    assert _one("lmdb", "default", "ext4", Found("A2")).cls == "unjudged"
+    assert _one("lmdb", "nometasync", "ext4", Found("A2")).cls == "durability"
