@@ -80,8 +80,8 @@ def test_a_load_opening_its_directory_is_not_judged() -> None:
 
 
 def test_a_finding_only_the_reordering_family_reaches_is_ordering() -> None:
-    ext4 = classify.classify("lmdb", "default", "ext4", [Found("A2")], False)
-    posix = classify.classify("lmdb", "default", "posix", [Found("A2"), Found("A1")], False)
+    ext4 = classify.classify("lmdb", "nometasync", "ext4", [Found("A2")], False)
+    posix = classify.classify("lmdb", "nometasync", "posix", [Found("A2"), Found("A1")], False)
     marked = classify.mark_ordering(ext4 + posix)
     assert [(f.family, f.invariant, f.cls) for f in marked] == [
         ("ext4", "A2", "durability"),
