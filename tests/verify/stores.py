@@ -292,7 +292,7 @@ _CALLS = [0]
 
 class NondeterministicStore(_Base):
     """Names its temporary file after a process-wide counter: a re-run with a fault
-    armed does not repeat the recorded run (verdict incomplete, never compared)."""
+    armed creates other names, matched onto the recording's by creation order (issue 22)."""
 
     def save(self, value: Any) -> None:
         _CALLS[0] += 1
