@@ -40,11 +40,15 @@ def version() -> str:
     return sqlite3.sqlite_version
 
 
-def _connect(path: str, config: str) -> sqlite3.Connection:
+def _connect(path: str, config: str, *, load: bool = False) -> sqlite3.Connection:
+    """A connection in ``config``. The load sets no journal mode: WAL is persistent (the
+    file's header says it), and setting it would write the header of an empty file, a
+    write of the load's own; a hot journal is rolled back in any mode."""
     journal, sync, locking = CONFIGS[config]
     con = sqlite3.connect(os.path.join(path, FILE), isolation_level=None)
     con.execute(f"PRAGMA locking_mode={locking}")
-    con.execute(f"PRAGMA journal_mode={journal}")
+    if not load:
+        con.execute(f"PRAGMA journal_mode={journal}")
     con.execute(f"PRAGMA synchronous={sync}")
     return con
 
@@ -69,7 +73,7 @@ def load(path: str, config: str = DEFAULT) -> Any:
     if not os.path.exists(os.path.join(path, FILE)):
         return None
     try:
-        con = _connect(path, config)
+        con = _connect(path, config, load=True)
         try:
             check = [r[0] for r in con.execute("PRAGMA integrity_check")]
             if check != ["ok"]:
