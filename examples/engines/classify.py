@@ -283,9 +283,25 @@ REPLAY_GAPS: dict[tuple[str, str, str], str] = {
 }
 
 
+DATA_FILES: dict[str, str] = {
+    "sqlite": "db.sqlite",
+    "lmdb": "data.mdb",
+    "leveldb": "db/CURRENT",
+    "rocksdb": "db/CURRENT",
+    "zodb": "Data.fs",
+    "git": ".git/HEAD",
+    "hg": ".hg/requires",
+}
+"""The file without which an engine holds no database yet. An A3 ("a complete generation
+is on disk") on a state without it was judged from another file at its final bytes
+(rocksdict's ``rocksdict-config.json``, a settings file holding no record): unjudged."""
+
+
 def _cls(c: Any, engine: str = "", config: str = "") -> str:
     inv = c.invariant
     if "IsADirectoryError" in c.got or (engine, config, inv) in REPLAY_GAPS:
+        return "unjudged"
+    if inv == "A3" and engine in DATA_FILES and DATA_FILES[engine] not in c.crash_state:
         return "unjudged"
     if inv == "A3" and _holds_recovery_file(c.crash_state):
         return "recovery"

@@ -1,8 +1,10 @@
 """ZODB ``FileStorage`` (pure Python; it locks with ``zc.lockfile``).
 
 A save is one ``transaction.commit()`` replacing the root's records (:mod:`_codec`);
-the load opens the storage read-only (FileStorage checks the last transaction's
-header and length on open, and truncates nothing read-only) and reads the root.
+the load opens the storage as an application does, read-write (FileStorage checks the
+last transaction's header and length on open and truncates an incomplete one: its
+recovery; read-only it refuses an empty file, which the application would not see) and
+reads the root.
 ``factory`` gives the same store as a document target for the in-process runner
 (``crashpoint verify examples/engines/zodb_engine.py:factory``).
 """
@@ -53,7 +55,7 @@ def load(path: str, config: str = DEFAULT) -> Any:
     if not os.path.exists(where):
         return None
     try:
-        storage = ZODB.FileStorage.FileStorage(where, read_only=True)
+        storage = ZODB.FileStorage.FileStorage(where)
     except Exception as exc:
         raise IntegrityError(f"FileStorage: {type(exc).__name__}: {exc}") from None
     db = ZODB.DB(storage)

@@ -169,3 +169,12 @@ def test_a_finding_that_is_no_trade_off_names_the_guarantee_it_breaks() -> None:
 def test_a_finding_made_by_a_call_the_replay_does_not_model_is_not_judged() -> None:
     assert _one("lmdb", "default", "ext4", Found("A2")).cls == "unjudged"
     assert _one("lmdb", "nometasync", "ext4", Found("A2")).cls == "durability"
+
+
+def test_an_a3_on_a_state_without_the_engines_data_file_is_not_judged() -> None:
+    state = {"db/rocksdict-config.json": "40 bytes: as save#0 wrote it"}
+    assert _one("rocksdb", "wal", "process-crash", Found("A3", crash_state=state)).cls == "unjudged"
+    state["db/CURRENT"] = "16 bytes"
+    assert (
+        _one("rocksdb", "wal", "process-crash", Found("A3", crash_state=state)).cls == "atomicity"
+    )

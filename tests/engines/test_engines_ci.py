@@ -21,6 +21,17 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # the last commit is rolled back. Documented: "EXTRA provides additional durability if
     # the commit is followed closely by a power loss."
     ("sqlite:delete", "ext4"): {("A2", "durability", "documented", 32)},
+    # the same under posix (the reordering family reaches nothing more).
+    ("sqlite:delete", "posix"): {("A2", "durability", "documented", 32)},
+    # WAL, synchronous=FULL: clean under a process crash. The verdict is incomplete, and
+    # says so: the -shm wal-index is a shared writable mapping the replay names but does
+    # not model (the first connection after a crash rebuilds it from the WAL, wal.c
+    # walIndexRecover, so what it held should not change a load; not claimed here).
+    ("sqlite:wal", "process-crash"): set(),
+}
+
+INCOMPLETE: dict[str, list[str]] = {
+    "sqlite:wal": ["mmap (a shared writable mapping of /data/store/db.sqlite-shm)"],
 }
 
 
@@ -28,7 +39,7 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
 def test_engine_findings_are_pinned(spec: str, family: str) -> None:
     es.need(None)
     r = es.run(spec, family)
-    assert r.incomplete == []
+    assert r.incomplete == INCOMPLETE.get(spec, [])
     assert es.pins(r) == EXPECTED[(spec, family)]
     for f in r.findings:  # every finding backed: a documented line, or the guarantee broken
         assert f.trade_off is not None or f.breaks is not None
