@@ -297,11 +297,21 @@ is on disk") on a state without it was judged from another file at its final byt
 (rocksdict's ``rocksdict-config.json``, a settings file holding no record): unjudged."""
 
 
+WORK_TREE_ENGINES = ("git", "hg")
+"""Engines whose save writes the records into a work tree before committing them: the
+document kind's A3 counts those files, at their final bytes, as a complete generation on
+disk, while what is committed is the tip (uncommitted work-tree files are not the
+repository's data). Their A3 is unjudged until the kind can be told which files hold
+committed data; A1 (fsck/verify failing, a torn tip) and A2 are judged."""
+
+
 def _cls(c: Any, engine: str = "", config: str = "") -> str:
     inv = c.invariant
     if "IsADirectoryError" in c.got or (engine, config, inv) in REPLAY_GAPS:
         return "unjudged"
     if inv == "A3" and engine in DATA_FILES and DATA_FILES[engine] not in c.crash_state:
+        return "unjudged"
+    if inv == "A3" and engine in WORK_TREE_ENGINES:
         return "unjudged"
     if inv == "A3" and _holds_recovery_file(c.crash_state):
         return "recovery"

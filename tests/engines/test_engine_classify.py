@@ -181,3 +181,11 @@ def test_an_a3_on_a_state_without_the_engines_data_file_is_not_judged() -> None:
     assert (
         _one("rocksdb", "wal", "process-crash", Found("A3", crash_state=state)).cls == "atomicity"
     )
+
+
+def test_a_repositorys_a3_counted_from_its_work_tree_is_not_judged() -> None:
+    state = {".git/HEAD": "21 bytes", "r/0000": "120 bytes: as save#0 wrote it"}
+    assert _one("git", "default", "process-crash", Found("A3", crash_state=state)).cls == "unjudged"
+    assert (
+        _one("git", "default", "process-crash", Found("A1", crash_state=state)).cls == "atomicity"
+    )
