@@ -70,10 +70,8 @@ def test_a_hot_journal_rolled_back_on_open_is_recovery_not_a_finding() -> None:
 
 
 def test_a_load_that_writes_over_a_store_without_recovery_file_is_a_finding() -> None:
-    state = {".git/HEAD": "21 bytes", ".git/objects/ab/cd": "90 bytes: as save#0 wrote it"}
-    f = _one(
-        "git", "default", "process-crash", Found("A3", "None, and load wrote", crash_state=state)
-    )
+    state = {"Data.fs": "90 bytes: as save#0 wrote it"}
+    f = _one("zodb", "filestorage", "process-crash", Found("A3", "load wrote", crash_state=state))
     assert f.cls == "atomicity" and f.is_finding
 
 
