@@ -106,8 +106,10 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
         "--values",
-        metavar="NAME",
-        help="value strategy for document saves: json (default) or flat-strings",
+        metavar="V",
+        help="values document saves are given: json (default) or flat-strings; a FILE.json "
+        "holding a list of values; or module:name / path/file.py:name of a hypothesis "
+        "strategy or of a callable taking a size in bytes (called per sized workload)",
     )
     p.add_argument(
         "--workload",
@@ -450,6 +452,8 @@ def _verify(
             console.print(f"shrunk: {original} -> {smaller}", markup=False)
         if report.get("renamed"):
             console.print(_renamed_line(report["renamed"]), markup=False)
+        if report.get("value_sizes"):
+            console.print(_sizes_line(report["values"], report["value_sizes"]), markup=False)
         if known is not None:
             console.print(
                 f"baseline {args.baseline}: {len(new)} new finding(s)"
@@ -490,6 +494,17 @@ def _verify(
     if known is not None:
         return EXIT_VIOLATION if new else EXIT_OK
     return EXIT_VIOLATION if result.counterexamples else EXIT_OK
+
+
+def _sizes_line(values: str, sizes: dict[str, Any]) -> str:
+    """The values saved and their sizes, with the page boundaries none crossed (issue 22)."""
+    never = sizes.get("boundaries_not_crossed") or []
+    tail = (
+        f"; never crossed: {', '.join(f'{b} bytes' for b in never)}"
+        if never
+        else "; every page boundary crossed"
+    )
+    return f"values {values}: {sizes['min']}-{sizes['max']} bytes as JSON{tail}"
 
 
 def _renamed_line(renamed: list[dict[str, str]]) -> str:

@@ -71,3 +71,99 @@ class CounterInDataStore(_Base):
     def load(self) -> Any:
         found = super().load()
         return None if found is None else found["value"]
+
+
+class RollbackJournalStore(_Base):
+    """SQLite's rollback journal in miniature: a save first makes the old document (or
+    its absence) durable in ``doc.json.journal`` (written to a temporary file and
+    renamed), then writes the document in place and deletes the journal. A load that
+    finds a journal rolls the uncommitted change back (restores the old document,
+    deletes the journal): a recovery, writing, that loses no complete generation."""
+
+    def _journal(self) -> str:
+        return self.path + ".journal"
+
+    def save(self, value: Any) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                old = {"doc": f.read()}
+        except FileNotFoundError:
+            old = {"doc": None}
+        tmp = self._journal() + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(old))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._journal())
+        _fsync_dir(self.base_dir)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.unlink(self._journal())
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        if os.path.exists(self._journal()):  # a hot journal: roll back
+            with open(self._journal(), encoding="utf-8") as f:
+                old = json.load(f)["doc"]
+            if old is None:
+                if os.path.exists(self.path):
+                    os.unlink(self.path)
+            else:
+                with open(self.path, "w", encoding="utf-8") as f:
+                    f.write(old)
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.unlink(self._journal())
+            _fsync_dir(self.base_dir)
+        return super().load()
+
+
+class BackupStore:
+    """Keeps the previous value as ``doc.json.bak`` (as ``dbm.dumb`` keeps ``.bak``) and
+    replaces the document atomically; load reads the document, else the backup, else
+    returns ``{}``, its initial value. Durable and atomic: a save of ``{}`` after another
+    value leaves ``doc.json`` = ``{}`` beside a complete backup of the older value."""
+
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, "doc.json")
+
+    def save(self, value: Any) -> None:
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                old = f.read()
+            with open(self.path + ".bak.tmp", "w", encoding="utf-8") as f:
+                f.write(old)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(self.path + ".bak.tmp", self.path + ".bak")
+        with open(self.path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(self.path + ".tmp", self.path)
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        for path in (self.path, self.path + ".bak"):
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    return json.load(f)
+        return {}
+
+
+class TextStore(_Base):
+    """Saves the value as JSON but loads the file's text: nothing round-trips."""
+
+    def save(self, value: Any) -> None:
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
