@@ -469,6 +469,8 @@ def _verify(
             )
         for original, smaller in result.shrunk.items():
             console.print(f"shrunk: {original} -> {smaller}", markup=False)
+        if report.get("renamed"):
+            console.print(_renamed_line(report["renamed"]), markup=False)
         if known is not None:
             console.print(
                 f"baseline {args.baseline}: {len(new)} new finding(s)"
@@ -604,6 +606,13 @@ def _strace_hint(message: str, before: set[str]) -> str:
         else "; if its I/O is C code (sqlite3, dbm, a C extension), interception cannot see it"
     )
     return what + ": run it with --runner strace"
+
+
+def _renamed_line(renamed: list[dict[str, str]]) -> str:
+    """The fresh names faulted re-runs created, matched onto the recording's (issue 22)."""
+    shown = ", ".join(f"{p['from']} -> {p['to']}" for p in renamed[:5])
+    more = f" (and {len(renamed) - 5} more, in report.json `renamed`)" if len(renamed) > 5 else ""
+    return f"renamed (fresh names of faulted re-runs matched by creation order): {shown}{more}"
 
 
 def _html_details(report: dict[str, Any], result: Any) -> dict[str, Any] | None:

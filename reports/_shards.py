@@ -90,6 +90,7 @@ def result_record(r: EngineResult, *, first: bool) -> dict[str, Any]:
         "family": r.family,
         "options": dict(r.options),
         "hypothetical": [_counterexample_record(c) for c in r.hypothetical],
+        "renamed": [dict(pair) for pair in r.renamed],
     }
 
 
@@ -117,6 +118,7 @@ def _result(d: Mapping[str, Any]) -> EngineResult:
         family=str(d.get("family", "")),
         options=dict(d.get("options", {})),
         hypothetical=[_counterexample(c) for c in d.get("hypothetical", [])],
+        renamed=[dict(pair) for pair in d.get("renamed", [])],
     )
 
 

@@ -51,7 +51,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -66,13 +66,19 @@ from ...faultfs import (
     RecordingFileSystem,
     crash_points,
 )
+from ...faultfs._fresh import tempfile_probe
 from ...faultfs._strace import (
     IGNORED_RULE,
     OPEN_SYSCALLS,
     Source,
     StraceReplay,
+    Syscall,
+    _bytes,
+    _fd,
+    _str,
     errno_name,
     parse_log,
+    split_args,
     strace_argv,
     strace_available,
 )
@@ -745,11 +751,59 @@ class ExecRunner(Runner):
         except OSError:
             raise BadTarget(f"strace wrote no log for {label}: {_tail(proc.stderr)}") from None
         replay.feed(calls)
+        _drop_probes(replay, calls)
         with self._lock:
             for p in replay.ignored:
                 if p not in self.ignored:
                     self.ignored.append(p)
         return _Recorded(proc, replay, calls, real_root)
+
+
+PROBE_NOTE = " (tempfile's writability probe: not the target's data)"
+"""How an ignored ``tempfile`` probe is listed (issue 22)."""
+
+
+def _probe_events(calls: Iterable[Syscall]) -> Iterator[tuple[str, str, bytes]]:
+    """The exclusive creates, writes and unlinks of ``calls``, by real path, for
+    :func:`~crashpoint.faultfs._fresh.tempfile_probe`."""
+    excl = os.O_CREAT | os.O_EXCL
+    for c in calls:
+        if c.result < 0:
+            continue
+        a = split_args(c.args)
+        if c.name in ("open", "openat") and len(a) >= 2:
+            flags = a[2] if c.name == "openat" and len(a) >= 3 else a[1]
+            try:
+                value = int(flags.split("<", 1)[0], 0)
+            except ValueError:
+                continue
+            if value & excl == excl and c.result_path:
+                yield "create", c.result_path, b""
+        elif c.name == "write" and len(a) >= 2:
+            yield "write", _fd(a[0])[1], _bytes(a[1])[: c.result]
+        elif c.name in ("unlink", "unlinkat") and a:
+            path = _str(a[1] if c.name == "unlinkat" and len(a) >= 2 else a[0])
+            if c.name == "unlinkat" and not path.startswith("/"):
+                path = os.path.join(_fd(a[0])[1], path)
+            yield "unlink", os.path.normpath(path), b""
+
+
+def _drop_probes(replay: StraceReplay, calls: Sequence[Syscall]) -> None:
+    """Python's ``tempfile`` probes its temporary directory once per process (an
+    8-character file holding ``blat``, created and deleted): outside the directory it is
+    not an escape (S1) but an ignored path, listed with :data:`PROBE_NOTE`."""
+    probes = {p for p in tempfile_probe(_probe_events(calls)) if replay.model_path(p) is None}
+    if not probes:
+        return
+    kept = []
+    for e in replay.escapes:
+        if any(f"({p})" in e for p in probes):
+            continue
+        kept.append(e)
+    replay.escapes[:] = kept
+    for p in sorted(probes):
+        if p + PROBE_NOTE not in replay.ignored:
+            replay.ignored.append(p + PROBE_NOTE)
 
 
 class ExecDocument:
@@ -915,7 +969,7 @@ class ExecDocument:
                         runner._count("load traced again")
                     done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
         for r in done.replay.reads:
-            if fs.exists(r):
+            if fs.exists(r) and not fs.is_dir(r):  # a directory opened to list or fsync it
                 fs.read(r)  # the event the document kind's A5 looks for
         if done.proc.returncode != 0:
             raise LoadExit(f"exit status {done.proc.returncode}: {_tail(done.proc.stderr)}")
@@ -959,6 +1013,8 @@ class ExecDocumentKind(DocumentKind):
         self.sources: dict[int, list[Source]] = {}
         self.shown = ""
         """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
+        self.recorder = "strace"
+        """How runs are recorded (the engine's divergence message names it)."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
         run = super()._record(workload, fault)
@@ -1140,6 +1196,9 @@ def _merge(into: EngineResult, extra: EngineResult) -> None:
     for u in extra.unsupported:
         if u not in into.unsupported:
             into.unsupported.append(u)
+    for pair in extra.renamed:  # fresh names of the faulted re-runs (issue 22)
+        if pair not in into.renamed:
+            into.renamed.append(pair)
 
 
 DRIVER = os.path.abspath(strace_driver.__file__)

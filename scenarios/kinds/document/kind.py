@@ -18,6 +18,7 @@ fail). ``resize:1,3`` is ``resize`` keeping only saves 1 and 3 (a shrunk workloa
 from __future__ import annotations
 
 import copy
+import dataclasses
 import errno
 import json
 import posixpath
@@ -75,7 +76,9 @@ DOCUMENT_INVARIANTS = (
         "no-silent-reset",
         "data-loss",
         "load returns the initial value only when no complete saved value is on disk in "
-        "the target's files, and never writes over files it could not read",
+        "the target's files, and its writes never make unrecoverable a complete value "
+        "readable before them (a recovery that rolls back a save that had not returned, "
+        "as SQLite's hot journal does, is none)",
     ),
     InvariantInfo(
         "A4",
@@ -217,12 +220,15 @@ class DocObservation:
         error: what load (or the factory) raised, ``"Type: message"``; None if it returned.
         reads: paths load read.
         wrote: whether load changed or removed a file of the crash state.
+        reloaded: when it ``wrote``, what a fresh load of the disk its writes left gave
+            (A3 on states, SPEC.md §10: did the writes make a generation unrecoverable?).
     """
 
     value: Any = None
     error: str | None = None
     reads: frozenset[str] = frozenset()
     wrote: bool = False
+    reloaded: DocObservation | None = None
 
 
 class DocumentKind:
@@ -407,6 +413,15 @@ class DocumentKind:
         )
 
     def observe(self, state: CrashState) -> DocObservation:
+        """Reboot ``state`` and load; when the load changed a file of it, load once more
+        from the disk those writes left (:attr:`DocObservation.reloaded`)."""
+        obs, left = self._load_once(state)
+        if not obs.wrote:
+            return obs
+        return dataclasses.replace(obs, reloaded=self._load_once(left)[0])
+
+    def _load_once(self, state: CrashState) -> tuple[DocObservation, CrashState]:
+        """Load ``state`` once: what it gave, and the disk its writes left."""
         fs = MemoryFileSystem(state)
         rec = RecordingFileSystem(fs)
         runner = self.runner
@@ -422,9 +437,10 @@ class DocumentKind:
         reads = frozenset(e.path for e in rec.trace.events if e.kind is OpKind.READ)
         # "Writes over" (A3): a file of the crash state changed or removed. Creating a
         # file that was not there (tinydb creates an empty db.json) overwrites nothing.
-        after = dict(fs.crash_state().files)
+        left = fs.crash_state()
+        after = dict(left.files)
         wrote = any(after.get(path) != blob for path, blob in state.files)
-        return DocObservation(value, error, reads, wrote)
+        return DocObservation(value, error, reads, wrote), left
 
     def observe_initial(self) -> DocObservation:
         """Load on the empty base directory: the initial value (SPEC.md §10)."""
@@ -493,7 +509,13 @@ class DocumentKind:
             and (label := data.blobs.get(blob)) is not None
             and not self._initial_value_is(label, saves, init)
         ]
-        if is_initial and on_disk:
+        rolled_back = self._rolled_back(k, obs, saves)
+        if (
+            is_initial
+            and on_disk
+            and not rolled_back
+            and not self._newest_saved(k, state, obs, run)
+        ):
             out.append(
                 Finding(
                     "A3",
@@ -501,12 +523,18 @@ class DocumentKind:
                     f"{got} (the initial value)",
                 )
             )
-        if obs.wrote and (obs.error is not None or is_initial):
+        lost = (
+            self._lost_generation(run, k, state, obs, saves, init)
+            if obs.wrote and not rolled_back
+            else None
+        )
+        if lost is not None:
             out.append(
                 Finding(
                     "A3",
-                    "load writes nothing over files it could not read",
-                    f"{got}, and load wrote",
+                    f"load's writes leave {lost}'s complete value recoverable",
+                    f"{got}, and load wrote: a fresh load then returned "
+                    f"{self.describe(obs.reloaded or DocObservation(), run)}",
                 )
             )
         leftovers = [
@@ -520,6 +548,72 @@ class DocumentKind:
                     Finding("A5", "a leftover is never read as data", f"load read {read[0]}")
                 )
         return out
+
+    def _newest_saved(self, k: int, state: CrashState, obs: DocObservation, run: Run) -> bool:
+        """Whether the initial value load returned is also the value of a save at least
+        as new as the newest complete generation on disk (begun by crash point ``k``): a
+        last save of ``{}`` loaded as ``{}`` beside an older backup is no reset."""
+        data: _RunData = run.data
+        saves = [s for s in run.steps if s.payload[0] == "save"]
+        order = {s.label: i for i, s in enumerate(saves)}
+        labels = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths and (label := data.blobs.get(blob)) is not None
+        ]
+        if not labels:
+            return False
+        newest = max(order[label] for label in labels)
+        return self._matches(obs, [s.payload[1] for s in saves[newest:] if s.begin <= k])
+
+    def _rolled_back(self, k: int, obs: DocObservation, saves: Sequence[Step]) -> bool:
+        """A recovery (SPEC.md §10, A3 on states): the load returned the last value
+        acknowledged by crash point ``k`` (the initial value when none was) and its writes
+        made that the disk's value (a fresh load returns it again): what SQLite's hot
+        journal rollback does to a save that had not returned. No acknowledged value is
+        lost (A2 promises only those), so the uncommitted generation it undid is none."""
+        again = obs.reloaded
+        if not obs.wrote or obs.error is not None or again is None or again.error is not None:
+            return False
+        acked = [s for s in saves if s.acknowledged_by(k)]
+        if acked:
+            last = acked[-1].payload[1]
+            return self._matches(obs, [last]) and self._matches(again, [last])
+        return self._is_initial(obs) and self._is_initial(again)
+
+    def _lost_generation(
+        self,
+        run: Run,
+        k: int,
+        state: CrashState,
+        obs: DocObservation,
+        saves: Sequence[Step],
+        init: DocObservation,
+    ) -> str | None:
+        """A3 on states (SPEC.md §10): the label of the newest complete generation on
+        disk in ``state`` (a file as an acknowledged save left it, among the files of a
+        crash-free run) that the load's writes made unrecoverable: a fresh load of the
+        disk they left returns neither its value nor a later save's. None when none was
+        on disk (a recovery rolling back an uncommitted change, SQLite's hot journal) or
+        it is still recoverable."""
+        data: _RunData = run.data
+        order = {s.label: i for i, s in enumerate(saves)}
+        labels = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths
+            and not _outside(path, self.base)
+            and (label := data.blobs.get(blob)) is not None
+            and not self._initial_value_is(label, saves, init)
+        ]
+        if not labels:
+            return None
+        newest = max(labels, key=order.__getitem__)
+        later = [s.payload[1] for s in saves[order[newest] :] if s.begin <= k]
+        again = obs.reloaded
+        if again is not None and self._matches(again, later):
+            return None
+        return newest
 
     def _initial_value_is(self, label: str, saves: Sequence[Step], init: DocObservation) -> bool:
         step = next((s for s in saves if s.label == label), None)
