@@ -175,3 +175,27 @@ def test_a_pid_and_clock_named_temporary_is_judged_with_faults_intercepted(
     rep = report(tmp_path / "o")
     assert rep["verdict"] == "clean"
     assert sum(s["faults"] for s in rep["scenarios"]) > 0
+
+
+@pytest.mark.exec
+def test_a_node_store_naming_its_temporary_after_its_pid_is_judged_with_faults(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # npm's write-file-atomic names its temporary from the pid (and a counter): every
+    # faulted re-run is judged against its recording, none is "not deterministic"
+    _need_strace()
+    wfa = os.path.join(ROOT, "examples", "exec", "wfa_store.js")
+    if not os.path.isdir(
+        os.path.join(ROOT, "examples", "exec", "node_modules", "write-file-atomic")
+    ):
+        pytest.skip("write-file-atomic is not installed: npm ci --prefix examples/exec")
+    code, text, err = run(
+        capsys, tmp_path / "o", "--exec", "--save", f"node {wfa} save {{dir}} {{value}}",
+        "--load", f"node {wfa} load {{dir}}", "--workload", "first-save", "--faults",
+        "--model", "process-crash",
+    )  # fmt: skip
+    rep = report(tmp_path / "o")
+    assert code == 0, text + err
+    assert rep["verdict"] == "clean"
+    assert sum(s["faults"] for s in rep["scenarios"]) > 0
+    assert "deterministic" not in text and "interception" not in text
