@@ -199,3 +199,20 @@ def test_a_node_store_naming_its_temporary_after_its_pid_is_judged_with_faults(
     assert rep["verdict"] == "clean"
     assert sum(s["faults"] for s in rep["scenarios"]) > 0
     assert "deterministic" not in text and "interception" not in text
+
+
+@pytest.mark.exec
+def test_a_state_storage_runs_its_six_methods_through_the_driver(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _need_strace()
+    targets = os.path.join(ROOT, "tests", "verify", "targets.py")
+    code, text, err = run(
+        capsys, tmp_path / "o", f"{targets}:reference", "--kind", "state-storage",
+        "--runner", "strace", "--format", "reference", "--workload", "first-save",
+        "--model", "process-crash",
+    )  # fmt: skip
+    assert code == 0, text + err
+    rep = report(tmp_path / "o")
+    assert (rep["verdict"], rep["mode"], rep["kind"]) == ("clean", "strace", "state-storage")
+    assert rep["conformance"] and all(c["passed"] for c in rep["conformance"])
