@@ -80,7 +80,12 @@ def side_by_side(models: list[Any], workloads: list[str], jobs: int, rounds: int
                 )
             else:
                 result, _facts = verify_exec(
-                    save, load, models=models, workloads=workloads, jobs=jobs, shown="JsonStore"
+                    save,
+                    load,
+                    models=models,
+                    workloads=workloads,
+                    jobs=jobs,
+                    shown=f"{STORE}:JsonStore",
                 )
             seconds, cpu_s = time.perf_counter() - t0, _cpu() - c0
             n = len(set().union(*(r.state_ids for r in result.results)))

@@ -1233,7 +1233,10 @@ def verify_exec(
     result.leftover_ids = set(doc.leftovers)
     result.leftovers = len(result.leftover_ids)
     facts = ExecFacts(
-        ignored=list(runner.ignored), processes=runner.processes, untargeted=list(runner.untargeted)
+        ignored=list(runner.ignored),
+        processes=runner.processes,
+        untargeted=list(runner.untargeted),
+        counts=dict(runner.counts),
     )
     return result, facts
 
