@@ -58,6 +58,7 @@ from ._protocol import FileSystem
 
 __all__ = [
     "IGNORED_RULE",
+    "OPEN_SYSCALLS",
     "TRACED_SYSCALLS",
     "StraceReplay",
     "Syscall",
@@ -76,6 +77,10 @@ TRACED_SYSCALLS = (
 )
 """The system calls recorded (``strace -e trace=``): what the replay needs and nothing
 else (``pread64``/``preadv`` move no offset and are not traced)."""
+
+OPEN_SYSCALLS = "open,openat,openat2,creat"
+"""The calls a read-only run is traced for (``verify --exec``'s loads): the files it
+opened. A run that changed a file is traced again with :data:`TRACED_SYSCALLS`."""
 
 RAW_SYSCALLS = "read,readv"
 """Calls printed raw (``-e raw=``): the replay needs only their descriptor and the count
@@ -177,12 +182,16 @@ def strace_available() -> str | None:
     return None
 
 
-def strace_argv(argv: Sequence[str], log: str, *, inject: str | None = None) -> list[str]:
+def strace_argv(
+    argv: Sequence[str], log: str, *, inject: str | None = None, trace: str | None = None
+) -> list[str]:
     """The command line that runs ``argv`` under strace, logging to ``log``.
 
-    ``inject``: an ``-e inject=`` expression (``write:error=ENOSPC:when=3``)."""
+    ``inject``: an ``-e inject=`` expression (``write:error=ENOSPC:when=3``); ``trace``:
+    the calls traced (default :data:`TRACED_SYSCALLS`). ``--seccomp-bpf`` stops the
+    tracee only at the calls traced (the others run at full speed)."""
     cmd = ["strace", "-f", "-qq", "--seccomp-bpf", "-y", "-X", "raw", "-xx", "-s", "1000000000"]
-    cmd += ["-e", f"trace={TRACED_SYSCALLS}", "-e", f"raw={RAW_SYSCALLS}"]
+    cmd += ["-e", f"trace={trace or TRACED_SYSCALLS}", "-e", f"raw={RAW_SYSCALLS}"]
     if inject is not None:
         cmd += ["-e", f"inject={inject}"]
     return [*cmd, "-o", log, "--", *argv]

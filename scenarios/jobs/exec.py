@@ -47,6 +47,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -68,6 +69,7 @@ from ...faultfs import (
 from ...faultfs._fresh import tempfile_probe
 from ...faultfs._strace import (
     IGNORED_RULE,
+    OPEN_SYSCALLS,
     Source,
     StraceReplay,
     Syscall,
@@ -85,9 +87,17 @@ from ..kinds.agent.checkers import observe
 from ..kinds.agent.kind import explore_agent, record
 from ..kinds.agent.targets import Target
 from ..kinds.agent.workload import BASE_DIR
-from ..kinds.document.kind import DOC_BASE, DOC_WORKLOADS, DocumentKind, DocWorkload
+from ..kinds.document.kind import (
+    DOC_BASE,
+    DOC_WORKLOADS,
+    DocObservation,
+    DocumentKind,
+    DocWorkload,
+    _error,
+)
 from ..kinds.state_storage.conformance import _preflight as _preflight_storage
 from ..kinds.state_storage.conformance import run_conformance, selected_workloads
+from ..targets import strace_driver
 from ..targets.user import BadTarget, Runner, TargetTimeout
 from .verdict import VerifyResult
 from .verify import _preflight, _verify_workload
@@ -523,6 +533,9 @@ class ExecRunner(Runner):
         self._lock = threading.Lock()
         self.batch = False
         """The storage command answers a JSON array of requests (:meth:`detect_batch`)."""
+        self.batch_load = ""
+        """A command loading a JSON array of directories (the strace driver's
+        ``load-batch``; "" for user commands): document loads run in batches."""
         self.counts: dict[str, int] = {}
         """Processes run, by kind: ``load`` (one request run plain), ``load batch``
         (the requests of one crash state), ``batch discarded`` (of those, the ones
@@ -713,8 +726,10 @@ class ExecRunner(Runner):
         traced: bool,
         inject: str | None = None,
         stdin: bytes | None = None,
+        light: bool = False,
     ) -> _Recorded:
-        """Run ``argv`` (under strace when ``traced``), replaying its calls into ``fs``."""
+        """Run ``argv`` (under strace when ``traced``; ``light``: its opens only,
+        :data:`~crashpoint.faultfs._strace.OPEN_SYSCALLS`), replaying its calls into ``fs``."""
         with self._lock:
             self.processes += 1
             kind = "traced" if traced else "plain"
@@ -732,7 +747,7 @@ class ExecRunner(Runner):
             return _Recorded(proc, replay)
         log = os.path.join(tmp, "strace.log")
         proc = run_process(
-            strace_argv(argv, log, inject=inject),
+            strace_argv(argv, log, inject=inject, trace=OPEN_SYSCALLS if light else None),
             label=label,
             timeout=self.exec_timeout,
             cwd=self.cwd,
@@ -944,11 +959,25 @@ class ExecDocument:
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
-            materialize(self._state(), runner.base_dir, root)
+            state = self._state()
+            materialize(state, runner.base_dir, root)
             argv = render_argv(runner.load_cmd, dir=root)
-            done = runner.run(
-                argv, fs, tmp=tmp, real_root=root, label="load", traced=runner.trace_loads
-            )
+            if not runner.trace_loads:
+                done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=False)
+            else:
+                # Opens only (what it read, for A5), replayed aside; a load that changed
+                # a file or directory runs again with every call traced, into fs (A3).
+                before = _snapshot(root)
+                aside = RecordingFileSystem(MemoryFileSystem(state))
+                done = runner.run(
+                    argv, aside, tmp=tmp, real_root=root, label="load", traced=True, light=True
+                )
+                if _snapshot(root) != before:
+                    shutil.rmtree(root)
+                    materialize(state, runner.base_dir, root)
+                    with runner._lock:
+                        runner._count("load traced again")
+                    done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
         for r in done.replay.reads:
             if fs.exists(r) and not fs.is_dir(r):  # a directory opened to list or fsync it
                 fs.read(r)  # the event the document kind's A5 looks for
@@ -992,6 +1021,10 @@ class ExecDocumentKind(DocumentKind):
         self.models = list(models)
         self.jobs = max(1, jobs)
         self.sources: dict[int, list[Source]] = {}
+        self.shown = ""
+        """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
+        self.recorder = "strace"
+        """How runs are recorded (the engine's divergence message names it)."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
         run = super()._record(workload, fault)
@@ -1010,8 +1043,18 @@ class ExecDocumentKind(DocumentKind):
         return run
 
     def prefetch(self, states: list[CrashState]) -> None:
-        """Observe ``states`` now, ``jobs`` load processes at a time."""
+        """Observe ``states`` now, ``jobs`` load processes at a time; with the strace
+        driver (``--runner strace``), in batches: one process loads up to
+        :data:`BATCH_IMAGES` crash images (:meth:`_batch_observe`)."""
         if not states:
+            return
+        if self.exec_runner.batch_load and len(states) > 1:
+            size = max(1, min(BATCH_IMAGES, -(-len(states) // self.jobs)))
+            chunks = [states[i : i + size] for i in range(0, len(states), size)]
+            with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+                for chunk, got in zip(chunks, pool.map(self._batch_observe, chunks), strict=True):
+                    for s, obs in zip(chunk, got, strict=True):
+                        self.observed[s.digest()] = obs if obs is not None else self.observe(s)
             return
         if self.jobs == 1 or len(states) == 1:
             for s in states:
@@ -1021,13 +1064,65 @@ class ExecDocumentKind(DocumentKind):
             for s, obs in zip(states, pool.map(self.observe, states), strict=True):
                 self.observed[s.digest()] = obs
 
+    def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:
+        """Load every state of ``chunk`` in one driver process (``load-batch``), each from
+        a real directory of its own, traced for its opens only: what each load read (A5)
+        is the opens under its directory. A state whose directory the batch changed, or
+        any state when the reply is not one result per state, gives None: it is loaded
+        on its own (:meth:`observe`, traced in full when it writes)."""
+        runner = self.exec_runner
+        base = runner.base_dir
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            roots = [os.path.join(tmp, f"d{i}") for i in range(len(chunk))]
+            for s, root in zip(chunk, roots, strict=True):
+                materialize(s, base, root)
+            before = [_snapshot(r) for r in roots]
+            aside = RecordingFileSystem(MemoryFileSystem(CrashState((), ("/",))))
+            done = runner.run(
+                shlex.split(runner.batch_load),
+                aside,
+                tmp=tmp,
+                real_root=roots[0],
+                label="load batch",
+                traced=True,
+                light=True,
+                stdin=json.dumps(roots).encode(),
+            )
+            changed = [_snapshot(r) != b for r, b in zip(roots, before, strict=True)]
+        try:
+            replies = json.loads(done.proc.stdout.decode("utf-8"), parse_int=_number)
+        except (UnicodeDecodeError, ValueError):
+            replies = None
+        if done.proc.returncode != 0 or not isinstance(replies, list) or len(replies) != len(chunk):
+            return [None] * len(chunk)
+        out: list[DocObservation | None] = []
+        for s, root, reply, wrote in zip(chunk, roots, replies, changed, strict=True):
+            if wrote or not isinstance(reply, dict):
+                out.append(None)
+                continue
+            rec = StraceReplay(RecordingFileSystem(MemoryFileSystem(s)), root, base, cwd=runner.cwd)
+            rec.feed(done.calls)
+            files = {p for p, _ in s.files}
+            reads = frozenset(r for r in rec.reads if r in files)
+            if reply.get("ok") is True:
+                out.append(DocObservation(reply.get("value"), None, reads, False))
+            else:
+                error = _error(LoadExit(f"exit status 1: {reply.get('error')}"))
+                out.append(DocObservation(None, error, reads, False))
+        return out
+
     def replay(
         self, workload: DocWorkload, model: PersistenceModel, k: int, fault: Fault | None
     ) -> str:
         r = self.exec_runner
+        what = (
+            f"{shlex.quote(self.shown)} --runner strace"
+            if self.shown
+            else f"--exec --save {shlex.quote(r.save_cmd)} --load {shlex.quote(r.load_cmd)}"
+        )
         parts = [
-            f"crashpoint verify --exec --save {shlex.quote(r.save_cmd)} "
-            f"--load {shlex.quote(r.load_cmd)} --workload {workload.name}",
+            f"crashpoint verify {what} --workload {workload.name}",
             f"--model {model.name} --seed {self.seed}",
         ]
         if fault is not None:
@@ -1075,11 +1170,14 @@ def verify_exec(
     jobs: int = 1,
     shrink: bool = True,
     max_output: int = MAX_OUTPUT,
+    shown: str = "",
 ) -> tuple[Any, ExecFacts]:
     """Verify a document storage given as commands (see the module docstring).
 
     ``max_output``: bytes a command may print on each stream, and its strace log may
-    hold (:func:`run_process`).
+    hold (:func:`run_process`). ``shown``: the Python TARGET the commands run
+    (``--runner strace``, :func:`driver_commands`): the report and the replay
+    commands name it.
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
     a bad command; a clean save that fails; OutputTooLarge), TargetTimeout, KeyError
@@ -1092,9 +1190,13 @@ def verify_exec(
     names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
     doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
     doc.examples = examples
-    result = VerifyResult("--exec", "document", "exec", [m.name for m in models], seed=seed)
-    result.target = f"--exec --save {save!r} --load {load!r}"
+    mode = "strace" if shown else "exec"
+    result = VerifyResult("--exec", "document", mode, [m.name for m in models], seed=seed)
+    result.target = shown or f"--exec --save {save!r} --load {load!r}"
     doc.target = result.target
+    doc.shown = shown
+    if shown:
+        runner.batch_load = driver_batch_load(shown)
     try:
         _preflight(doc, runner, "--exec")
     except BadTarget as exc:
@@ -1131,7 +1233,10 @@ def verify_exec(
     result.leftover_ids = set(doc.leftovers)
     result.leftovers = len(result.leftover_ids)
     facts = ExecFacts(
-        ignored=list(runner.ignored), processes=runner.processes, untargeted=list(runner.untargeted)
+        ignored=list(runner.ignored),
+        processes=runner.processes,
+        untargeted=list(runner.untargeted),
+        counts=dict(runner.counts),
     )
     return result, facts
 
@@ -1167,6 +1272,38 @@ def _merge(into: EngineResult, extra: EngineResult) -> None:
     for pair in extra.renamed:  # fresh names of the faulted re-runs (issue 22)
         if pair not in into.renamed:
             into.renamed.append(pair)
+
+
+DRIVER = os.path.abspath(strace_driver.__file__)
+"""The driver a Python TARGET runs through under ``--runner strace`` (by path)."""
+
+
+BATCH_IMAGES = 32
+"""The most crash images one batch load process of the strace driver loads."""
+
+
+def driver_batch_load(target: str) -> str:
+    """The command loading a JSON array of directories with the driver (``load-batch``)."""
+    return (
+        f"{shlex.quote(sys.executable)} -B {shlex.quote(DRIVER)} document "
+        f"{shlex.quote(target)} load-batch"
+    )
+
+
+def driver_commands(target: str, kind: str) -> tuple[str, str, str]:
+    """``(save, load, storage)`` command templates running the Python ``target``
+    (``module:factory`` or ``file.py:factory``) through the strace driver in a child
+    interpreter (this one's): the document form's save and load, or the state-storage
+    form's one command (the unused ones are "")."""
+    head = f"{shlex.quote(sys.executable)} -B {shlex.quote(DRIVER)}"
+    spec = shlex.quote(target)
+    if kind == "state-storage":
+        return "", "", f"{head} storage {spec} {{dir}}"
+    return (
+        f"{head} document {spec} save {{dir}} {{value}}",
+        f"{head} document {spec} load {{dir}}",
+        "",
+    )
 
 
 def check_exec_args(args: Any) -> None:
@@ -1348,6 +1485,7 @@ def verify_exec_state_storage(
     faults: bool = False,
     fault: Fault | None = None,
     max_output: int = MAX_OUTPUT,
+    shown: str = "",
 ) -> tuple[Any, ExecFacts]:
     """Verify a state storage given as one command (:class:`ExecStateStorage`): the
     storage workloads of the catalogue under each model with the agent-state checker,
@@ -1376,22 +1514,23 @@ def verify_exec_state_storage(
     runner = ExecRunner(
         "", "", base_dir=BASE_DIR, timeout=timeout, storage=command, max_output=max_output
     )
-    name = f"--exec {command!r}"
+    name = shown or f"--exec {command!r}"
     tgt = Target(
         name,
         lambda fs, base: ExecStateStorage(runner, fs, base),
         f"state storage run as processes: {command}",
     )
     chosen = selected_workloads(workloads, reference_format=reference_format)
-    result = VerifyResult(name, "state-storage", "exec", [m.name for m in models])
+    result = VerifyResult(
+        name, "state-storage", "strace" if shown else "exec", [m.name for m in models]
+    )
     flags = " --format reference" if reference_format else ""
     _preflight_storage(tgt, runner, name)
     runner.detect_batch()
     jobs = max(1, jobs)
 
-    replay = (
-        f"crashpoint verify --exec {shlex.quote(command)} --kind state-storage{flags} --workload"
-    )
+    what = f"{shlex.quote(shown)} --runner strace" if shown else f"--exec {shlex.quote(command)}"
+    replay = f"crashpoint verify {what} --kind state-storage{flags} --workload"
 
     def crashes(task: tuple[Any, PersistenceModel]) -> EngineResult:
         w, m = task
