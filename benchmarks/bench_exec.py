@@ -1,6 +1,12 @@
 """``verify --exec`` throughput (issue 13): cost per crash state, and the Node seed port.
 
-    python benchmarks/bench_exec.py [--jobs N] [--skip-catalogue]
+    python benchmarks/bench_exec.py [--jobs N] [--rounds 5] [--skip-catalogue] [--only-side-by-side]
+
+* **side by side** (issue 23): the JSON store ``examples/stores/jsonstore.py:JsonStore``
+  judged in-process (intercepted) and through ``--runner strace`` (crashpoint's driver in
+  a child interpreter under strace), in turn, ``--rounds`` times: the median cost per
+  distinct crash state (disk image), wall and CPU (children's included, RUSAGE_CHILDREN),
+  and their ratio (target: within 4x).
 
 * **per crash state**: the document workload ``resize`` under every model, once through
   ``--exec`` (``examples/exec/pystore.py JsonStore``: the Python store run as commands,
@@ -20,11 +26,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import sys
 import time
+from typing import Any
 
 from crashpoint.faultfs import parse_models
-from crashpoint.scenarios.jobs.exec import verify_exec, verify_exec_state_storage
+from crashpoint.scenarios.jobs.exec import driver_commands, verify_exec, verify_exec_state_storage
 from crashpoint.scenarios.jobs.verify import verify
 from crashpoint.scenarios.targets.user import load_factory
 
@@ -45,13 +53,68 @@ def _per_state(result: object, seconds: float) -> tuple[int, float]:
     return states, seconds / max(states, 1)
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _children_cpu() -> float:
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return kids.ru_utime + kids.ru_stime
+
+
+def side_by_side(models: list[Any], workloads: list[str], jobs: int, rounds: int) -> None:
+    """The same JSON store (``examples/stores/jsonstore.py:JsonStore``) judged in-process
+    (intercepted) and through ``--runner strace`` (the driver in a child per save and per
+    distinct crash image), ``rounds`` times each in turn: the median cost per distinct
+    crash state, wall and CPU (this process's and its children's, RUSAGE_CHILDREN)."""
+    save, load, _ = driver_commands(f"{STORE}:JsonStore", "document")
+    wall: dict[str, list[float]] = {"in-process": [], "strace": []}
+    cpu: dict[str, list[float]] = {"in-process": [], "strace": []}
+    states: dict[str, int] = {}
+    for _ in range(rounds):
+        for label in ("in-process", "strace"):
+            t0, c0 = time.perf_counter(), _cpu()
+            if label == "in-process":
+                result: Any = verify(
+                    load_factory(f"{STORE}:JsonStore"), model=models, workloads=workloads
+                )
+            else:
+                result, _facts = verify_exec(
+                    save,
+                    load,
+                    models=models,
+                    workloads=workloads,
+                    jobs=jobs,
+                    shown=f"{STORE}:JsonStore",
+                )
+            seconds, cpu_s = time.perf_counter() - t0, _cpu() - c0
+            n = len(set().union(*(r.state_ids for r in result.results)))
+            states[label] = n
+            wall[label].append(seconds / max(n, 1))
+            cpu[label].append(cpu_s / max(n, 1))
+    w_i, w_s = _median(wall["in-process"]), _median(wall["strace"])
+    c_i, c_s = _median(cpu["in-process"]), _median(cpu["strace"])
+    print(
+        f"JsonStore, {','.join(workloads)}, {len(models)} models, median of {rounds}: "
+        f"in-process {w_i * 1000:.1f} ms wall / {c_i * 1000:.1f} ms CPU per distinct state "
+        f"({states['in-process']} states); --runner strace --jobs {jobs} {w_s * 1000:.1f} ms "
+        f"wall / {c_s * 1000:.1f} ms CPU ({states['strace']} states): {w_s / w_i:.1f}x wall, "
+        f"{c_s / c_i:.1f}x CPU (target: within 4x)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip-catalogue", action="store_true")
+    parser.add_argument("--only-side-by-side", action="store_true")
     args = parser.parse_args()
     models = parse_models("all")
     print(f"load average: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
+    side_by_side(models, ["first-save", "resize"], args.jobs, args.rounds)
+    if args.only_side_by_side:
+        return 0
 
     t0, c0 = time.perf_counter(), _cpu()
     intercepted = verify(load_factory(f"{STORE}:JsonStore"), model=models, workloads=["resize"])

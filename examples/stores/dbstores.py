@@ -6,12 +6,14 @@ system-call level::
     crashpoint verify examples/stores/dbstores.py:DumbDbmStore --runner strace --model all
 
 * :class:`DumbDbmStore` keeps the JSON document under one key of a ``dbm.dumb``
-  database: ``dbm.dumb`` appends the value to its ``.dat`` file, then rewrites its ``.dir``
-  index in place (``_commit``: open ``"w"``, truncate, write every key) and fsyncs
-  nothing; the index and data can disagree after a crash.
+  database: ``dbm.dumb`` writes the value into its ``.dat`` file, then (``_commit``) renames
+  its ``.dir`` index to ``.bak``, which it never reads back, and writes a new ``.dir``,
+  fsyncing nothing: a crash between the two loses every key.
 * :class:`ShelveStore` is the same over :mod:`shelve` (pickle over ``dbm.dumb``).
 * :class:`SqliteStore` keeps it in one row of an ``sqlite3`` database (rollback journal,
-  ``journal_mode=DELETE``, ``synchronous=FULL``): each save is one transaction.
+  ``journal_mode=DELETE``, ``synchronous=FULL``): each save is one transaction. With FULL,
+  SQLite does not fsync the directory after deleting the journal (its documentation: only
+  ``synchronous=EXTRA`` does), so a commit closely followed by a power loss may roll back.
 * :class:`PidNamedStore` writes its temporary file under a name made of ``os.getpid()``
   and ``time.time_ns()`` (as npm's write-file-atomic does), fsyncs it and renames it
   over the document, then fsyncs the directory: a name that differs run to run.

@@ -8,6 +8,7 @@ wrapper written by the user::
 
     ... strace_driver document TARGET save DIR VALUE_FILE
     ... strace_driver document TARGET load DIR
+    ... strace_driver document TARGET load-batch   (a JSON array of DIRs on stdin)
     ... strace_driver storage TARGET DIR      (a JSON request, or an array, on stdin)
 
 ``document``: the factory's object ``save(value)``s the JSON value of ``VALUE_FILE``, or
@@ -38,9 +39,15 @@ class DriverError(Exception):
     """A bad TARGET or bad arguments: one line on stderr, exit 2."""
 
 
+_FACTORIES: dict[str, Any] = {}
+
+
 def _factory(spec: str) -> Any:
     """``module:attr`` or ``path/file.py:attr`` imported as ``load_factory`` does (the
-    file's directory first on ``sys.path``, a module from the current directory)."""
+    file's directory first on ``sys.path``, a module from the current directory), once
+    per process."""
+    if spec in _FACTORIES:
+        return _FACTORIES[spec]
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
         raise DriverError(f"target {spec!r}: expected package.module:factory or file.py:factory")
@@ -60,6 +67,7 @@ def _factory(spec: str) -> Any:
     obj: Any = module
     for part in attr.split("."):
         obj = getattr(obj, part)
+    _FACTORIES[spec] = obj
     return obj
 
 
@@ -122,11 +130,37 @@ def answer(storage: Any, request: Any) -> dict[str, Any]:
         return {"ok": False, "code": "internal", "message": f"{type(exc).__name__}: {exc}"}
 
 
+def load_batch(spec: str, dirs: list[str]) -> list[dict[str, Any]]:
+    """``document TARGET load-batch``: each directory of ``dirs`` (a JSON array on stdin)
+    loaded by a fresh object of the factory, in order, in this one process: ``{"ok": true,
+    "value": V}`` or ``{"ok": false, "error": "load raised T: M"}`` (the line a single
+    load prints on stderr) per directory (issue 23: one process per batch of crash
+    images)."""
+    out: list[dict[str, Any]] = []
+    for base in dirs:
+        try:
+            value = build(spec, base).load()
+            json.dumps(value)  # a value that is not JSON fails here, as a single load does
+        except DriverError:
+            raise
+        except Exception as exc:
+            out.append({"ok": False, "error": f"load raised {type(exc).__name__}: {exc}"})
+            continue
+        out.append({"ok": True, "value": value})
+    return out
+
+
 def main(argv: list[str]) -> int:
     """The driver's command line (see the module docstring); returns the exit status."""
     try:
-        if len(argv) >= 4 and argv[0] == "document":
-            spec, op, base = argv[1], argv[2], argv[3]
+        if len(argv) >= 3 and argv[0] == "document":
+            spec, op = argv[1], argv[2]
+            if op == "load-batch" and len(argv) == 3:
+                json.dump(load_batch(spec, json.loads(sys.stdin.read())), sys.stdout)
+                return 0
+            if len(argv) < 4:
+                raise DriverError("document TARGET save|load DIR ...")
+            base = argv[3]
             doc = build(spec, base)
             if op == "save" and len(argv) == 5:
                 with open(argv[4], encoding="utf-8") as f:

@@ -1,0 +1,72 @@
+"""LMDB (``lmdb``, the py-lmdb binding and its bundled liblmdb): default, ``sync=False``,
+``metasync=False``.
+
+One write transaction replaces every record (:mod:`_codec`). The environment is opened
+with ``lock=False``: the driver is one process at a time, and the lock file is a shared
+writable mapping that the strace replay can only name (issue 23), not model; the data
+file is written with ``pwrite`` (``writemap=False``, the default) and read through a
+read-only mapping, which is harmless. LMDB has no integrity checker of its own
+(``mdb_stat`` only prints); a load that cannot open the environment is an atomicity
+finding.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import _codec
+import lmdb
+
+NAME = "lmdb"
+CONFIGS: dict[str, dict[str, bool]] = {
+    "default": {},
+    "nosync": {"sync": False},
+    "nometasync": {"metasync": False},
+}
+DEFAULT = "default"
+
+
+def version() -> str:
+    """liblmdb's version, as the binding reports it."""
+    return ".".join(map(str, lmdb.version()))
+
+
+def _open(path: str, config: str, readonly: bool = False) -> Any:
+    return lmdb.open(path, map_size=1 << 24, lock=False, readonly=readonly, **CONFIGS[config])
+
+
+def save(path: str, value: Any, config: str = DEFAULT) -> None:
+    """Commit ``value`` as one write transaction. Raises lmdb.Error."""
+    env = _open(path, config)
+    try:
+        with env.begin(write=True) as txn:
+            for k, _ in list(txn.cursor()):
+                txn.delete(k)
+            for k, v in _codec.records(value).items():
+                txn.put(k.encode(), v)
+    finally:
+        env.close()
+
+
+def load(path: str, config: str = DEFAULT) -> Any:
+    """The committed value (``None`` before the first commit). Raises IntegrityError
+    (the environment cannot be opened or read), ValueError (a torn transaction)."""
+    if not os.path.exists(os.path.join(path, "data.mdb")):
+        return None
+    try:
+        env = _open(path, config, readonly=True)
+    except lmdb.Error as exc:
+        raise IntegrityError(f"lmdb.open: {exc}") from None
+    try:
+        with env.begin() as txn:
+            recs = {bytes(k).decode(): bytes(v) for k, v in txn.cursor()}
+    except lmdb.Error as exc:
+        raise IntegrityError(f"read: {exc}") from None
+    finally:
+        env.close()
+    return _codec.value(recs)
+
+
+class IntegrityError(Exception):
+    """The engine could not open or read a crash state."""
