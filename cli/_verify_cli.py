@@ -119,15 +119,24 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
         "--values",
-        metavar="NAME",
-        help="value strategy for document saves: json (default) or flat-strings",
+        metavar="V",
+        help="values document saves are given: json (default) or flat-strings; a FILE.json "
+        "holding a list of values; or module:name / path/file.py:name of a hypothesis "
+        "strategy or of a callable taking a size in bytes (called per sized workload)",
+    )
+    p.add_argument(
+        "--sizes",
+        metavar="SIZE[,SIZE...]",
+        help="document: the value-size boundaries the many-saves workload crosses "
+        "(default 4K,64K; bytes or a number with K or M, e.g. 4K,64K,1M); large-values "
+        "crosses the largest at or above 1M",
     )
     p.add_argument(
         "--workload",
         action="append",
         metavar="NAME",
-        help="only this workload (repeatable): first-save, resize, save-after-failure, random, "
-        "ten-saves "
+        help="only this workload (repeatable): first-save, resize, many-saves, "
+        "save-after-failure, random, large-values, ten-saves "
         "(document); a catalogue scenario (state-storage)",
     )
     p.add_argument(
@@ -299,6 +308,16 @@ def _verify(
             raise VerifyUsageError(str(exc)) from None
     if args.values is not None and args.kind != "document":
         raise VerifyUsageError("--values applies to --kind document only")
+    sizes = None
+    if args.sizes is not None:
+        if args.kind != "document" or args.exec is not None:
+            raise VerifyUsageError("--sizes applies to --kind document (without --exec) only")
+        from .scenarios.kinds.document.kind import parse_sizes
+
+        try:
+            sizes = parse_sizes(args.sizes)
+        except ValueError as exc:
+            raise VerifyUsageError(str(exc)) from None
     if args.format is not None and args.kind != "state-storage":
         raise VerifyUsageError("--format applies to --kind state-storage only")
     if args.shard is not None and args.exec is not None:
@@ -382,6 +401,7 @@ def _verify(
                 model=models,
                 faults=args.faults,
                 values=args.values,
+                sizes=sizes,
                 workloads=args.workload,
                 seed=args.seed,
                 examples=args.examples,
@@ -471,6 +491,8 @@ def _verify(
             console.print(f"shrunk: {original} -> {smaller}", markup=False)
         if report.get("renamed"):
             console.print(_renamed_line(report["renamed"]), markup=False)
+        if report.get("value_sizes"):
+            console.print(_sizes_line(report["values"], report["value_sizes"]), markup=False)
         if known is not None:
             console.print(
                 f"baseline {args.baseline}: {len(new)} new finding(s)"
@@ -606,6 +628,17 @@ def _strace_hint(message: str, before: set[str]) -> str:
         else "; if its I/O is C code (sqlite3, dbm, a C extension), interception cannot see it"
     )
     return what + ": run it with --runner strace"
+
+
+def _sizes_line(values: str, sizes: dict[str, Any]) -> str:
+    """The values saved and their sizes, with the page boundaries none crossed (issue 22)."""
+    never = sizes.get("boundaries_not_crossed") or []
+    tail = (
+        f"; never crossed: {', '.join(f'{b} bytes' for b in never)}"
+        if never
+        else "; every page boundary crossed"
+    )
+    return f"values {values}: {sizes['min']}-{sizes['max']} bytes as JSON{tail}"
 
 
 def _renamed_line(renamed: list[dict[str, str]]) -> str:

@@ -60,6 +60,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
+from ._clock import VirtualClock
 from ._descriptors import DescriptorTable, normalise
 from ._image import os_error
 from ._protocol import FileSystem
@@ -74,7 +75,7 @@ _text_encoding: Callable[[str | None], str] = getattr(io, "text_encoding")  # no
 
 _REAL_OPEN = io.open
 _BLKSIZE = 4096
-_EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: the seeded clock's start
+
 _DEV = 0x6370  # st_dev of every model file ("cp")
 
 #: Top-level packages of the harness alone: never patched (their own ``os`` stays real),
@@ -260,7 +261,8 @@ class Interception:
         self.table = DescriptorTable(fs)
         self.cwd = self.root
         self.pid = 0
-        self._clock_ns = 0
+        self.clock = VirtualClock(seed)
+        self.thread = threading.get_ident()  # the thread the target's calls run on
         self._rng = random.Random(seed)
         self._modes: dict[str, int] = {}
         self._times: dict[str, tuple[int, int]] = {}
@@ -282,7 +284,7 @@ class Interception:
         self.table = DescriptorTable(fs)
         self.cwd = self.root
         self.pid = 1000 + seed % 30000
-        self._clock_ns = (_EPOCH + seed % 1_000_000) * 1_000_000_000
+        self.clock.reset(seed)
         self._rng = random.Random(seed)
         self._modes = {}
         self._times = {}
@@ -335,10 +337,9 @@ class Interception:
         return normalise(p)
 
     def now_ns(self, *, advance: bool = True) -> int:
-        """The seeded clock in nanoseconds; each reading advances it by 1 ms."""
-        if advance:
-            self._clock_ns += 1_000_000
-        return self._clock_ns
+        """The seeded wall clock in nanoseconds; each reading advances it by 1 ms
+        (:class:`~crashpoint.faultfs._clock.VirtualClock`)."""
+        return self.clock.wall_ns(advance=advance)
 
 
 class _Guard:
@@ -1346,14 +1347,25 @@ _StructTime = time.struct_time
 
 
 class _FakeTime:
-    """The ``time`` module a target sees: a seeded clock; sleeping and monotonic clocks real."""
+    """The ``time`` module a target sees: the run's virtual clock (faultfs/_clock.py):
+    the wall clock, the monotonic and performance counters seeded, each reading one
+    tick later; ``sleep`` advances the clock and returns at once. A thread the target
+    started sleeps for real (a polling loop must not spin) without moving the clock."""
 
     def __init__(self, icpt: Interception) -> None:
         self._i = icpt
 
     @staticmethod
     def dir() -> list[str]:
-        return ["time", "time_ns"]
+        return [
+            "time",
+            "time_ns",
+            "monotonic",
+            "monotonic_ns",
+            "perf_counter",
+            "perf_counter_ns",
+            "sleep",
+        ]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
@@ -1363,6 +1375,24 @@ class _FakeTime:
 
     def time_ns(self) -> int:
         return self._i.now_ns()
+
+    def monotonic_ns(self) -> int:
+        return self._i.clock.monotonic_ns()
+
+    def monotonic(self) -> float:
+        return self._i.clock.monotonic_ns() / 1e9
+
+    def perf_counter_ns(self) -> int:
+        return self._i.clock.monotonic_ns()
+
+    def perf_counter(self) -> float:
+        return self._i.clock.monotonic_ns() / 1e9
+
+    def sleep(self, seconds: float) -> None:
+        if threading.get_ident() != self._i.thread:
+            time.sleep(seconds)
+            return
+        self._i.clock.sleep(seconds)
 
     def localtime(self, secs: float | None = None) -> _StructTime:
         return time.localtime(self.time() if secs is None else secs)
@@ -1529,7 +1559,23 @@ _route(
     os,
 )
 _route(_FakePath, tuple(_FakePath.dir()), posixpath)
-_route(_FakeTime, ("time", "time_ns", "localtime", "gmtime", "ctime", "strftime"), time)
+_route(
+    _FakeTime,
+    (
+        "time",
+        "time_ns",
+        "monotonic",
+        "monotonic_ns",
+        "perf_counter",
+        "perf_counter_ns",
+        "sleep",
+        "localtime",
+        "gmtime",
+        "ctime",
+        "strftime",
+    ),
+    time,
+)
 for _cls in (_FakeFcntl, _FakeMmap, _FakeSqlite3, _FakeSubprocess):
     _route(_cls, tuple(_cls.dir()), lambda self: self._real)
 

@@ -269,6 +269,7 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
         "examined_nothing": result.examined_nothing,
         "seed": result.seed,
         "values": result.values,
+        "value_sizes": dict(result.value_sizes),
         "shrunk": dict(result.shrunk),
         "leftover_states": result.leftovers,
         "warnings": [violation_dict(c) for c in result.warnings[:25]],

@@ -148,6 +148,7 @@ def shard_section(
             models=list(verify.models),
             seed=verify.seed,
             values=verify.values,
+            value_sizes=dict(verify.value_sizes),
             shrunk=dict(verify.shrunk),
             leftover_ids=sorted(verify.leftover_ids),
             conformance=list(verify.conformance),
@@ -255,6 +256,7 @@ def merge_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> MergedRun:
             shrunk=dict(s0["shrunk"]),
             seed=int(s0["seed"]),
             values=str(s0["values"]),
+            value_sizes=dict(s0.get("value_sizes") or {}),
             conformance=list(s0["conformance"]),
             run_id=run.run_id,
         )

@@ -59,6 +59,8 @@ __all__ = [
     "invariant_ids",
     "invariant_info",
     "judged_crash_states",
+    "prefix_state",
+    "recovery_points",
     "register_invariants",
     "severity_rank",
     "state_after",
@@ -636,8 +638,12 @@ def explore_models(
 
     Records the crash-free run; when ``crashes``, judges every crash point of it;
     then, for each fault of ``faults``, records the run with that fault armed and
-    judges the crash points right after it (``fault_window`` of them; None for all)
-    and the end of the run.
+    judges the crash points right after it (``fault_window`` of them; None for all),
+    every crash point of its recovery path and of the next call that writes
+    (:func:`recovery_points`), and the end of the run. A crash state a faulted run
+    leaves with the same calls begun, acknowledged and failed as one already judged
+    in a faulted run of this exploration is not judged again (its findings are the
+    first one's).
 
     Args:
         crash_point: only this crash point ``k``.
@@ -695,6 +701,7 @@ def explore_models(
             None
             if fault_window is None
             else {*range(fault.at + 1, min(fault.at + 1 + fault_window, end + 1)), end}
+            | recovery_points(run, fault)
         )
         for judge in judges:
             judge.run(run, from_point=fault.at + 1, only=only)
@@ -766,6 +773,38 @@ def judged_crash_states(
         tally.crash_points += 1
         tally.cut += point.cut
         yield k, states
+
+
+def recovery_points(run: Run, fault: Fault) -> set[int]:
+    """The crash points of a faulted run after its fault through the end of the call the
+    fault hit (its recovery path: a fallback that copies the file in place) and of the
+    next call that issues an operation (the save after the failure), FAULT-MODEL.md §2.
+    Empty when no call holds the fault (it hit the factory)."""
+    hit = next(
+        (s for s in run.steps if s.begin <= fault.at and (s.end is None or fault.at < s.end)),
+        None,
+    )
+    if hit is None:
+        return set()
+    last = len(run.ops) if hit.end is None else hit.end
+    later = [s for s in run.steps if s.begin >= last and s.end is not None and s.end > s.begin]
+    if later:
+        last = max(last, later[0].end or last)
+    return set(range(fault.at + 1, min(last, len(run.ops)) + 1))
+
+
+def _signature(run: Run, k: int) -> tuple[tuple[str, bool, bool, bool], ...]:
+    """What a kind's judgement of a crash state at ``k`` rests on besides the state: each
+    call begun, acknowledged, or failed by then."""
+    return tuple(
+        (
+            s.label,
+            s.begin <= k,
+            s.acknowledged_by(k),
+            s.error is not None and s.end is not None and s.end <= k,
+        )
+        for s in run.steps
+    )
 
 
 def _divergence(
@@ -841,6 +880,8 @@ class _Judge(Generic[W, Obs]):
         self.kind, self.workload, self.model, self.target = kind, workload, model, target
         self.result, self.cache, self.digests = result, cache, digests
         self.crash_point, self.shard = crash_point, shard
+        self.judged: set[tuple[str, tuple[tuple[str, bool, bool, bool], ...]]] = set()
+        """Crash states judged in faulted runs, with their calls' status (not judged again)."""
 
     def run(self, run: Run, *, from_point: int = 0, only: Collection[int] | None = None) -> None:
         kind, result, cache = self.kind, self.result, self.cache
@@ -849,6 +890,7 @@ class _Judge(Generic[W, Obs]):
         digest_of = self.digests.state
         observe, judge = kind.observe, kind.judge
         by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
+        faulted, judged = run.fault is not None, self.judged
 
         for k, finding in kind.trace_findings(run):
             invariant_info(finding.invariant)  # an unregistered id is a KeyError, no drop
@@ -873,6 +915,11 @@ class _Judge(Generic[W, Obs]):
             for state in states:
                 digest = digest_of(state)
                 state_ids.add(digest)
+                if faulted:
+                    seen = (digest, _signature(run, k))
+                    if seen in judged:
+                        continue  # the same state, the same calls' status: judged already
+                    judged.add(seen)
                 obs = cache.get(digest, _UNOBSERVED)
                 if obs is _UNOBSERVED:
                     obs = cache[digest] = observe(state)
@@ -968,7 +1015,13 @@ class _Judge(Generic[W, Obs]):
 
 def state_after(run: Run, k: int) -> CrashState:
     """The process-crash state after the first ``k`` operations of ``run``."""
-    for point in crash_points(PROCESS_CRASH, run.initial, run.ops[:k], points=(k,)):
+    return prefix_state(run.initial, run.ops, k)
+
+
+def prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
+    """The process-crash state of ``initial`` after the first ``k`` of ``ops`` (every one
+    of them complete). Raises ValueError when ``ops`` has fewer than ``k``."""
+    for point in crash_points(PROCESS_CRASH, initial, ops[:k], points=(k,)):
         if point.index == k:
             return point.states[0]
     raise ValueError(k)

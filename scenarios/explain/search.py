@@ -52,13 +52,14 @@ from ...faultfs import (
     durable_at,
     get_model,
 )
-from ..engine.explore import explore_kind, invariant_info
+from ..engine.explore import explore_kind, invariant_info, prefix_state
 from ..kinds.agent.catalogue import assistant, build_state, user
 from ..kinds.agent.checkers import INVARIANTS, Invariant, expectation, judge, observe
 from ..kinds.agent.kind import _probe, explore, record, resolve
 from ..kinds.agent.targets import TARGETS, Target, get_target
 from ..kinds.agent.workload import BASE_DIR, SCENARIOS, Workload
 from ..kinds.document.kind import (
+    BASIC_WORKLOADS,
     DOC_BASE,
     DOC_WORKLOADS,
     EXTRA_WORKLOADS,
@@ -506,13 +507,6 @@ def _summarised(data: bytes) -> str:
     return "".join(out).translate(_PICTURES)
 
 
-def _prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
-    for point in crash_points(PROCESS_CRASH, initial, ops[:k]):
-        if point.index == k:
-            return point.states[0]
-    raise ValueError(k)
-
-
 def _first_difference(a: bytes, b: bytes) -> int:
     """The first offset where ``a`` and ``b`` differ (the shorter one's length if one is a
     prefix of the other), compared a page at a time."""
@@ -554,7 +548,7 @@ def _cause(
     model: PersistenceModel, initial: CrashState, ops: Sequence[Op], k: int, state: CrashState
 ) -> tuple[str, list[str]]:
     """Why ``state`` is possible at ``k``, and the witness (operations whose effects it holds)."""
-    prefix = _prefix_state(initial, ops, k)
+    prefix = prefix_state(initial, ops, k)
     done = ops[:k]
     reasons: list[str] = []
     lost: set[int] = set()
@@ -1100,7 +1094,7 @@ class _DocSearch(_FileSearch):
 
     def workloads(self, user: str | None, seed: int, bound: int) -> list[tuple[Any, bool]]:
         chosen: list[tuple[Any, bool]] = []
-        names = [n for n in DOC_WORKLOADS if n not in ("random", "save-after-failure")]
+        names = [n for n in BASIC_WORKLOADS if n not in ("random", "save-after-failure")]
         if user and user.split(":", 1)[0] not in (*DOC_WORKLOADS, *EXTRA_WORKLOADS):
             if ":" not in user:
                 known = ", ".join((*DOC_WORKLOADS, *EXTRA_WORKLOADS))
@@ -1569,7 +1563,7 @@ def _match(
 ) -> Match:
     cause, witness = _cause(model, initial, ops, k, state)
     invariants, expected, got, replay = search.judge(workload, model, k, state)
-    prefix = _prefix_state(initial, ops, k)
+    prefix = prefix_state(initial, ops, k)
     files: dict[str, str] = {}
     for path, data in state.files:
         if not path.startswith(search.base + "/"):

@@ -88,8 +88,8 @@ from ..kinds.agent.kind import explore_agent, record
 from ..kinds.agent.targets import Target
 from ..kinds.agent.workload import BASE_DIR
 from ..kinds.document.kind import (
+    BASIC_WORKLOADS,
     DOC_BASE,
-    DOC_WORKLOADS,
     DocObservation,
     DocumentKind,
     DocWorkload,
@@ -1187,7 +1187,7 @@ def verify_exec(
     if reason is not None:
         raise BadTarget(f"--exec needs strace: {reason}")
     runner = ExecRunner(save, load, timeout=timeout, max_output=max_output)
-    names = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
+    names = list(dict.fromkeys(workloads)) if workloads is not None else list(BASIC_WORKLOADS)
     doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
     doc.examples = examples
     mode = "strace" if shown else "exec"

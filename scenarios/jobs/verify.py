@@ -17,6 +17,7 @@ workload or value strategy.
 from __future__ import annotations
 
 import random
+import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -35,11 +36,14 @@ from ..engine.pool import worker_pool
 from ..kinds.agent.kind import AgentStateKind
 from ..kinds.agent.workload import BASE_DIR
 from ..kinds.document.kind import (
+    DEFAULT_SIZES,
     DOC_BASE,
     DOC_WORKLOADS,
+    PAGE_BOUNDARIES,
     DocumentKind,
     DocWorkload,
     json_parses,
+    parse_sizes,
 )
 from ..kinds.registry import KindEntry, register_kind
 from ..kinds.state_storage.conformance import selected_workloads, storage_target
@@ -58,6 +62,7 @@ def verify(
     model: str | PersistenceModel | Sequence[str | PersistenceModel] = "process-crash",
     faults: bool = False,
     values: str | None = None,
+    sizes: str | Sequence[int] | None = None,
     workloads: Iterable[str] | None = None,
     seed: int = 0,
     examples: int = 20,
@@ -80,6 +85,9 @@ def verify(
         faults: also arm every fault at every operation (FAULT-MODEL.md §2).
         values: the value strategy's name (default: the factory's
             ``crashpoint_values`` attribute, else ``json``).
+        sizes: document: the size boundaries ``many-saves`` crosses, ``"4K,64K,1M"``
+            or bytes (default 4 KiB and 64 KiB; ``large-values`` crosses the largest at
+            or above 1 MiB). Raises ValueError for a bad size.
         workloads: workload names (default: all of the kind).
         seed: seeds generated workloads and the interception.
         examples: hypothesis examples for the ``random`` workload (document), or
@@ -102,6 +110,10 @@ def verify(
     options: dict[str, Any] = {}
     if values is not None:
         options["values"] = values
+    if sizes is not None:
+        options["sizes"] = (
+            parse_sizes(sizes) if isinstance(sizes, str) else tuple(sorted(set(sizes)))
+        )
     if not shrink:
         options["shrink"] = False
     if reference_format is not None:
@@ -151,6 +163,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
     kind = plan.kind
     values: str | None = plan.options.get("values")
     shrink: bool = plan.options.get("shrink", True)
+    sizes: tuple[int, ...] = tuple(plan.options.get("sizes", DEFAULT_SIZES))
     names_all = list(dict.fromkeys(workloads)) if workloads is not None else list(DOC_WORKLOADS)
     tasks = [(w, ",".join(m.name for m in models)) for w in names_all]
     if jobs > 1 and len(tasks) > 1 and _loadable(name, factory):
@@ -168,6 +181,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                 timeout=timeout,
                 shrink=shrink,
                 shard=shard,
+                **({"sizes": sizes} if "sizes" in plan.options else {}),
             ),
         )
     runner = make_runner(factory, DOC_BASE, spec=name, timeout=timeout, seed=seed)
@@ -186,7 +200,9 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
         name, kind, runner.mode, [m.name for m in models], seed=seed, values=values
     )
     with runner:
-        doc = DocumentKind(runner, name, values=values, strategy=strategy, equal=equal, seed=seed)
+        doc = DocumentKind(
+            runner, name, values=values, strategy=strategy, equal=equal, seed=seed, sizes=sizes
+        )
         doc.examples = examples
         _preflight(doc, runner, name)
         for wname in names:
@@ -207,7 +223,30 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                 )
         result.leftover_ids = set(doc.leftovers)
         result.leftovers = len(result.leftover_ids)
+        result.value_sizes = value_sizes(doc.saved_sizes)
     return result
+
+
+def value_sizes(sizes: Sequence[int]) -> dict[str, Any]:
+    """``{"min", "max", "boundaries_not_crossed"}`` of the values saved (report key
+    ``value_sizes``): their sizes in bytes as JSON, and each of
+    :data:`~crashpoint.scenarios.kinds.document.kind.PAGE_BOUNDARIES` no value exceeded
+    (a store that breaks past it was never shown one). Empty for no value."""
+    if not sizes:
+        return {}
+    low, high = min(sizes), max(sizes)
+    return {
+        "min": low,
+        "max": high,
+        "boundaries_not_crossed": [b for b in PAGE_BOUNDARIES if high <= b],
+    }
+
+
+def merge_value_sizes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """The :func:`value_sizes` of two runs' values together."""
+    if not a or not b:
+        return dict(a or b)
+    return value_sizes([a["min"], a["max"], b["min"], b["max"]])
 
 
 def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
@@ -243,6 +282,7 @@ def _verify_parallel(
         merged.results += part.results
         merged.shrunk.update(part.shrunk)
         merged.leftover_ids |= part.leftover_ids
+        merged.value_sizes = merge_value_sizes(merged.value_sizes, part.value_sizes)
     merged.leftovers = len(merged.leftover_ids)
     return merged
 
@@ -286,8 +326,11 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
         if obs.error is not None:
             raise BadTarget(f"target {name!r}: load() raised after a clean save: {obs.error}")
         if not doc._same(obs.value, workload.values[0]):
+            shown = reprlib.Repr()
+            shown.maxstring = shown.maxother = 120
             raise BadTarget(
-                f"target {name!r}: load() after a clean save returned a different value "
+                f"target {name!r}: load() after a clean save returned a different value: "
+                f"saved {shown.repr(workload.values[0])}, load returned {shown.repr(obs.value)} "
                 "(give a value strategy it round-trips: --values or crashpoint_values)"
             )
 
@@ -338,10 +381,7 @@ def _verify_workload(
         # (every shard decides alike), its shrunk workload then explored in its slice.
         whole = result if shard is None else _explore(doc, workload, model, faults=faults)
         if whole.counterexamples:
-            smaller = _shrink(doc, workload, model, faults=faults)
-            if smaller is not workload:
-                shrunk[f"{workload.name} ({model.name})"] = smaller.name
-                result = _explore(doc, smaller, model, faults=faults, shard=shard)
+            result = _shrunk_result(doc, workload, model, whole, result, shrunk, faults, shard)
     if searched is not None:
         # A replay (--crash-point, --fault) counts what it replayed, not the search that
         # chose its workload: a crash point or fault no run has must not pass for one
@@ -396,20 +436,69 @@ def _fails(result: EngineResult, invariants: set[str]) -> bool:
     return any(c.invariant in invariants for c in result.counterexamples)
 
 
+def _shrunk_result(
+    doc: DocumentKind,
+    workload: DocWorkload,
+    model: PersistenceModel,
+    whole: EngineResult,
+    result: EngineResult,
+    shrunk: dict[str, str],
+    faults: bool,
+    shard: tuple[int, int] | None,
+) -> EngineResult:
+    """Shrink per invariant: each invariant the full workload broke keeps its own
+    smallest workload that still breaks it, so no finding vanishes with a save another
+    invariant did not need. When they all shrink to one workload, the result is that
+    workload's exploration (``shrunk``: ``{"resize (ext4)": "resize:3"}``); otherwise the
+    full workload's result, each invariant's counterexamples those of its own shrunk
+    workload (``{"resize (ext4) A1": "resize:3", ...}``)."""
+    memo: dict[tuple[int, ...], EngineResult] = {}
+    order = list(dict.fromkeys(c.invariant for c in whole.counterexamples))
+    smallest = {
+        inv: _shrink(doc, workload, model, {inv}, faults=faults, memo=memo) for inv in order
+    }
+    names = {w.name for w in smallest.values()}
+    if names == {workload.name}:
+        return result
+    if len(names) == 1:
+        smaller = next(iter(smallest.values()))
+        shrunk[f"{workload.name} ({model.name})"] = smaller.name
+        return _explore(doc, smaller, model, faults=faults, shard=shard)
+    found = []
+    for inv, smaller in smallest.items():
+        part = result
+        if smaller is not workload:
+            shrunk[f"{workload.name} ({model.name}) {inv}"] = smaller.name
+            part = _explore(doc, smaller, model, faults=faults, shard=shard)
+        found += [c for c in part.counterexamples if c.invariant == inv]
+    result.counterexamples = found
+    result.sort()
+    return result
+
+
 def _shrink(
-    doc: DocumentKind, workload: DocWorkload, model: PersistenceModel, *, faults: bool
+    doc: DocumentKind,
+    workload: DocWorkload,
+    model: PersistenceModel,
+    wanted: set[str],
+    *,
+    faults: bool,
+    memo: dict[tuple[int, ...], EngineResult] | None = None,
 ) -> DocWorkload:
     """Greedy, deterministic: drop one save at a time (first to last) while the
-    exploration still finds an invariant the full workload broke."""
-    first = _explore(doc, workload, model, faults=faults)
-    wanted = {c.invariant for c in first.counterexamples}
+    exploration still finds an invariant of ``wanted`` (the explorations of each kept
+    set of saves remembered in ``memo``, shared by the invariants' shrinks)."""
+    memo = {} if memo is None else memo
     keep = list(range(len(workload.values)))
     changed = True
     while changed and len(keep) > 1:
         changed = False
         for i in list(keep):
             trial = [j for j in keep if j != i]
-            if _fails(_explore(doc, workload.keep(trial), model, faults=faults), wanted):
+            key = tuple(trial)
+            if key not in memo:
+                memo[key] = _explore(doc, workload.keep(trial), model, faults=faults)
+            if _fails(memo[key], wanted):
                 keep = trial
                 changed = True
                 break
@@ -472,7 +561,12 @@ def _search_random(
 
 
 def _make_document(runner: Runner, target: str, options: Mapping[str, Any]) -> DocumentKind:
-    return DocumentKind(runner, target, values=options.get("values") or "json")
+    return DocumentKind(
+        runner,
+        target,
+        values=options.get("values") or "json",
+        sizes=options.get("sizes", DEFAULT_SIZES),
+    )
 
 
 def _make_state_storage(runner: Runner, target: str, options: Mapping[str, Any]) -> AgentStateKind:
@@ -488,7 +582,7 @@ register_kind(
         workloads=DOC_WORKLOADS,
         run=_run_document,
         parses=json_parses,
-        options=frozenset({"values", "shrink"}),
+        options=frozenset({"values", "shrink", "sizes"}),
     ),
     builtin=True,
 )

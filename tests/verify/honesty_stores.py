@@ -152,3 +152,18 @@ class BackupStore:
                 with open(path, encoding="utf-8") as f:
                     return json.load(f)
         return {}
+
+
+class TextStore(_Base):
+    """Saves the value as JSON but loads the file's text: nothing round-trips."""
+
+    def save(self, value: Any) -> None:
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None

@@ -102,3 +102,83 @@ def test_a_last_save_equal_to_the_initial_value_is_not_a_silent_reset(model: str
         result = explore_kind(doc, workload, model=get_model(model), target=doc.target)
     assert result.crash_points > 0
     assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]
+
+
+# --- 6. --values: a file, a strategy, a sized callable; the sizes reached ----------------
+
+ROOT = HERE.parent.parent
+EXAMPLES = ROOT / "examples"
+JSONSTORE = EXAMPLES / "stores" / "jsonstore.py"
+
+
+def test_values_from_a_json_file_are_saved_and_their_sizes_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    values = tmp_path / "values.json"
+    listed = [{"n": 1}, {"big": "x" * 5000}, [1, 2, 3], "text", {"n": 2, "pad": "y" * 300}]
+    values.write_text(json.dumps(listed), encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        capsys, out, f"{JSONSTORE}:JsonStore", "--values", str(values), "--workload", "resize"
+    )
+    assert code == 0, stdout
+    rep = report(out)
+    assert rep["values"] == str(values)
+    sizes = rep["value_sizes"]
+    assert sizes["min"] >= len(json.dumps("text")) and sizes["max"] >= 5000
+    assert sizes["boundaries_not_crossed"] == [65536]  # 4096 crossed by the 5000-byte value
+    assert "never crossed: 65536 bytes" in stdout
+
+
+def test_values_from_a_sized_callable_reach_the_sizes_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, _, _ = run(
+        capsys,
+        out,
+        f"{EXAMPLES / 'stores' / 'perkey.py'}:PerKeyStore",
+        "--values",
+        f"{EXAMPLES / 'values.py'}:perkey_values",
+        "--workload",
+        "resize",
+        "--workload",
+        "first-save",
+    )
+    rep = report(out)
+    assert code == 1  # judged (a mix of two saves' keys), not refused
+    assert rep["value_sizes"]["max"] > 4096 and rep["value_sizes"]["boundaries_not_crossed"] == [
+        65536
+    ]
+
+
+@pytest.mark.parametrize(
+    "values",
+    ["no-such-strategy", "missing.json", "examples/values.py:nothing", "tests/verify:x"],
+)
+def test_bad_values_are_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, values: str
+) -> None:
+    out = tmp_path / "out"
+    code, stdout, err = run(capsys, out, f"{JSONSTORE}:JsonStore", "--values", values)
+    assert code == 2
+    assert "Traceback" not in err + stdout
+    assert "--values" in err
+    assert not out.exists()
+
+
+def test_a_bad_values_file_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "v.json"
+    bad.write_text('{"not": "a list"}', encoding="utf-8")
+    code, _, err = run(capsys, tmp_path / "out", f"{JSONSTORE}:JsonStore", "--values", str(bad))
+    assert code == 2 and "no non-empty JSON list" in err
+
+
+def test_a_value_that_does_not_round_trip_is_shown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, tmp_path / "out", f"{STORES}:TextStore", "--workload", "first-save")
+    assert code == 2
+    assert "saved {'generation': 0" in err and 'load returned \'{"generation": 0' in err

@@ -9,10 +9,14 @@ S1 using only what the recorded run says was saved and acknowledged.
 
 Workloads (``--workload``): ``first-save`` (one save into the empty directory),
 ``resize`` (saves whose encoded size shrinks and grows across 4096-byte
-boundaries), ``save-after-failure`` (a save fails with ENOSPC at its first write,
-then the next one must work), ``random`` (saves of values drawn from the value
+boundaries), ``many-saves`` (16 saves whose sizes cross every size boundary of
+``--sizes``, default 4 KiB and 64 KiB, growing and shrinking),
+``save-after-failure`` (a save fails with ENOSPC at its first write, then the next
+one must work), ``random`` (saves of values drawn from the value
 strategy by hypothesis; a failing list shrinks to the fewest saves that still
-fail). ``resize:1,3`` is ``resize`` keeping only saves 1 and 3 (a shrunk workload).
+fail). ``large-values`` (on request: values crossing 1 MiB, or the largest of
+``--sizes`` above it) and ``ten-saves`` run only when named. ``resize:1,3`` is
+``resize`` keeping only saves 1 and 3 (a shrunk workload).
 """
 
 from __future__ import annotations
@@ -37,17 +41,26 @@ from ....faultfs import (
     RecordingFileSystem,
 )
 from ...engine.explore import Finding, InvariantInfo, Run, Step, fault_spec, register_invariants
-from ...targets.user import Runner, TargetTimeout
+from ...targets.user import BadTarget, Runner, TargetTimeout, load_factory
 
 __all__ = [
+    "BASIC_WORKLOADS",
+    "DEFAULT_SIZES",
     "DOCUMENT_INVARIANTS",
     "DOC_BASE",
     "DOC_WORKLOADS",
     "EXTRA_WORKLOADS",
+    "PAGE_BOUNDARIES",
     "VALUE_STRATEGIES",
+    "BadValues",
     "DocWorkload",
     "DocumentKind",
+    "ValueSource",
+    "encoded_size",
     "json_parses",
+    "parse_sizes",
+    "resolve_values",
+    "value_bytes",
     "value_strategy",
 ]
 
@@ -96,8 +109,24 @@ DOCUMENT_INVARIANTS = (
 )
 register_invariants(DOCUMENT_INVARIANTS)  # S1: the engine's CONFINED, shared by every kind
 
-DOC_WORKLOADS = ("first-save", "resize", "save-after-failure", "random")
+DOC_WORKLOADS = ("first-save", "resize", "many-saves", "save-after-failure", "random")
 """The document workloads, in the order verify runs them."""
+
+BASIC_WORKLOADS = ("first-save", "resize", "save-after-failure", "random")
+"""The default workloads of ``--exec`` (each save a process under strace: ``many-saves``
+on request there) and the ones ``explain`` searches."""
+
+DEFAULT_SIZES = (4096, 65536)
+"""The size boundaries (bytes) ``many-saves`` crosses when ``--sizes`` is not given."""
+
+MANY_SAVES = 16
+"""Saves of ``many-saves``."""
+
+LARGE_VALUE = 2**20
+"""The boundary ``large-values`` crosses at least (1 MiB)."""
+
+MAX_SIZE = 64 * 2**20
+"""The largest boundary ``--sizes`` takes (64 MiB)."""
 
 _RESIZE_BYTES = (120, 5000, 300, 9000, 4000, 4200)
 """Approximate encoded sizes of ``resize``'s saves: across the 4096-byte boundaries."""
@@ -105,7 +134,7 @@ _RESIZE_BYTES = (120, 5000, 300, 9000, 4000, 4200)
 _TEN_SAVES_BYTES = (120, 5000, 300, 9000, 4000, 4200, 12500, 60, 8200, 4090)
 """``ten-saves`` (on request, not run by default; the benchmark's workload)."""
 
-EXTRA_WORKLOADS = ("ten-saves",)
+EXTRA_WORKLOADS = ("ten-saves", "large-values")
 """Document workloads run only when named (``--workload``)."""
 
 
@@ -158,6 +187,90 @@ def value_strategy(name: str) -> Any:
         ) from None
 
 
+PAGE_BOUNDARIES = (4096, 65536)
+"""The sizes a value's encoding is reported against (``value_sizes``): a page and a
+64 KiB extent; a value never larger than one never made a save cross it."""
+
+
+class BadValues(BadTarget):
+    """``--values V`` names no value source: not a built-in name, a ``.json`` file that
+    is not a non-empty list, or a ``module:name`` that does not import or is neither a
+    hypothesis strategy nor a callable (one line, exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValueSource:
+    """Where the values saved come from (``--values V``).
+
+    Attributes:
+        name: ``V`` as given (``json``, ``values.json``, ``examples/values.py:ini``).
+        strategy: the hypothesis strategy the ``random`` workload draws from.
+        listed: the values of a ``.json`` file, else None.
+        sized: a callable taking a size in bytes and returning a value, else None.
+    """
+
+    name: str
+    strategy: Any
+    listed: tuple[Any, ...] | None = None
+    sized: Callable[[int], Any] | None = None
+
+
+def resolve_values(spec: str) -> ValueSource:
+    """``--values V`` (issue 22): a built-in name (:data:`VALUE_STRATEGIES`); ``V``
+    ending ``.json``: a file holding a non-empty list of values; ``V`` with a colon: a
+    hypothesis strategy, or a callable taking a size in bytes, resolved like a target
+    (``module:name`` or ``path/file.py:name``; a function returning a strategy is
+    called). Raises :class:`BadValues`."""
+    from hypothesis import strategies as st
+    from hypothesis.strategies import SearchStrategy
+
+    if spec in VALUE_STRATEGIES:
+        return ValueSource(spec, value_strategy(spec))
+    if spec.endswith(".json"):
+        try:
+            with open(spec, encoding="utf-8") as f:
+                listed = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise BadValues(f"--values {spec!r}: cannot read a JSON list: {exc}") from None
+        if not isinstance(listed, list) or not listed:
+            raise BadValues(f"--values {spec!r}: the file holds no non-empty JSON list")
+        return ValueSource(spec, st.sampled_from(listed), listed=tuple(listed))
+    if ":" not in spec:
+        raise BadValues(
+            f"--values {spec!r}: not a value strategy; give a built-in name "
+            f"({', '.join(VALUE_STRATEGIES)}), a file.json holding a list of values, or "
+            "module:name / path/file.py:name of a hypothesis strategy or a callable taking "
+            "a size in bytes"
+        )
+    try:
+        found = load_factory(spec)
+    except BadTarget as exc:
+        raise BadValues(f"--values: {str(exc).replace('target ', '', 1)}") from None
+    if isinstance(found, SearchStrategy):
+        return ValueSource(spec, found)
+    if callable(found):
+        try:
+            made = found()
+        except TypeError:
+            made = None  # it takes an argument: a size in bytes
+        if isinstance(made, SearchStrategy):
+            return ValueSource(spec, made)
+        fn: Callable[[int], Any] = found
+        return ValueSource(spec, st.integers(1, 2 * PAGE_BOUNDARIES[-1]).map(fn), sized=fn)
+    raise BadValues(
+        f"--values {spec!r}: {type(found).__name__} is neither a hypothesis strategy nor "
+        "a callable taking a size in bytes"
+    )
+
+
+def encoded_size(value: Any) -> int:
+    """The bytes of ``value`` as JSON (UTF-8; its ``repr`` when not JSON-able)."""
+    try:
+        return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return len(repr(value).encode("utf-8", "surrogatepass"))
+
+
 def _sized(values: str, generation: int, nbytes: int) -> Any:
     """A value of the named strategy, about ``nbytes`` long when encoded."""
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -166,6 +279,62 @@ def _sized(values: str, generation: int, nbytes: int) -> Any:
     if values == "flat-strings":
         return {"GENERATION": str(generation), "PAD": pad}
     return {"generation": generation, "pad": pad}
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """The size boundaries ``--sizes`` names: comma-separated sizes, each a number of
+    bytes with an optional ``K`` (KiB) or ``M`` (MiB) suffix (``4K,64K,1M``), at least
+    512 bytes and at most 64 MiB; returned sorted, each once. Raises ValueError naming
+    the bad part."""
+    out: set[int] = set()
+    for part in text.split(","):
+        item = part.strip().upper().removesuffix("IB").removesuffix("B")
+        scale = {"K": 2**10, "M": 2**20}.get(item[-1:], 1)
+        digits = item[:-1] if scale > 1 else item
+        if not digits.isascii() or not digits.isdigit():
+            raise ValueError(
+                f"--sizes: {part.strip()!r} is not a size (bytes, or a number with K or M: "
+                "4K,64K,1M)"
+            )
+        size = int(digits) * scale
+        if not 512 <= size <= MAX_SIZE:
+            raise ValueError(f"--sizes: {part.strip()!r} is outside 512 bytes .. 64M")
+        out.add(size)
+    return tuple(sorted(out))
+
+
+def value_bytes(value: Any) -> int:
+    """A value's size as a JSON document store writes it (UTF-8 JSON; ``repr`` for a
+    value JSON cannot encode): the bytes a workload's bounds are counted in."""
+    try:
+        return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError):
+        return len(repr(value).encode("utf-8", "replace"))
+
+
+def many_saves_bytes(sizes: Sequence[int]) -> tuple[int, ...]:
+    """The approximate encoded sizes of ``many-saves``'s 16 saves: a small value and
+    values just under and just over every boundary of ``sizes``, in an order where
+    consecutive saves differ and cross boundaries both ways (deterministic)."""
+    levels = [120]
+    for b in sorted(sizes):
+        levels += [b - 160, b + 200]
+    order: list[int] = []
+    rnd = random.Random(MANY_SAVES)
+    while len(order) < MANY_SAVES:
+        round_ = levels[:]
+        rnd.shuffle(round_)
+        if order and round_[0] == order[-1]:
+            round_.append(round_.pop(0))
+        order += round_
+    return tuple(order[:MANY_SAVES])
+
+
+def large_values_bytes(sizes: Sequence[int]) -> tuple[int, ...]:
+    """``large-values``: across the largest boundary of ``sizes`` at or above 1 MiB
+    (1 MiB if none is), growing then shrinking."""
+    b = max([LARGE_VALUE, *sizes])
+    return (300, b - 4096, b + 4096, 2000)
 
 
 # --- workloads -----------------------------------------------------------------------
@@ -241,6 +410,7 @@ class DocumentKind:
         strategy: the hypothesis strategy (default: the named one).
         equal: value equality (default ``==``).
         seed: the seed of generated workloads and of the interception.
+        sizes: the size boundaries (bytes) ``many-saves`` crosses (:func:`parse_sizes`).
     """
 
     name = "document"
@@ -256,11 +426,21 @@ class DocumentKind:
         strategy: Any = None,
         equal: Callable[[Any, Any], bool] | None = None,
         seed: int = 0,
+        sizes: Sequence[int] = DEFAULT_SIZES,
     ) -> None:
         self.runner = runner
+        self.sizes = tuple(sizes)
         self.target = target
         self.values = values
+        self.source: ValueSource | None = None
+        if strategy is None and values != "custom":
+            self.source = resolve_values(values)
+            strategy = self.source.strategy
         self.strategy = strategy if strategy is not None else value_strategy(values)
+        self.saved_sizes: list[int] = []
+        """The smallest and largest value saved so far, in bytes (:func:`encoded_size`)."""
+        self._drawn: dict[int, Any] = {}
+        self._listed_used: set[str] = set()
         self.equal = equal or (lambda a, b: bool(a == b))
         self.seed = seed
         self.examples = 20
@@ -285,6 +465,16 @@ class DocumentKind:
             w = DocWorkload(base, (self._value(0, 300),))
         elif base == "resize":
             w = DocWorkload(base, tuple(self._value(i, n) for i, n in enumerate(_RESIZE_BYTES)))
+        elif base == "many-saves":
+            w = DocWorkload(
+                base,
+                tuple(self._value(i, n) for i, n in enumerate(many_saves_bytes(self.sizes))),
+            )
+        elif base == "large-values":
+            w = DocWorkload(
+                base,
+                tuple(self._value(i, n) for i, n in enumerate(large_values_bytes(self.sizes))),
+            )
         elif base == "ten-saves":
             w = DocWorkload(base, tuple(self._value(i, n) for i, n in enumerate(_TEN_SAVES_BYTES)))
         elif base == "save-after-failure":
@@ -300,21 +490,56 @@ class DocumentKind:
         return w
 
     def _value(self, generation: int, nbytes: int) -> Any:
+        """The value of save ``generation`` of a sized workload, about ``nbytes`` long:
+        built-in strategies pad to it; a listed value nearest it (not used before); a
+        callable is called with it; a strategy's first draw at least that large (else its
+        largest), distinct from the earlier generations', deterministic for the seed."""
         if self.values in VALUE_STRATEGIES:
             return _sized(self.values, generation, nbytes)
-        # A strategy of the target's own: distinct values it draws, deterministically.
-        from hypothesis import HealthCheck, find, settings
-        from hypothesis import strategies as st
+        src = self.source
+        if src is not None and src.sized is not None:
+            return src.sized(nbytes)
+        if src is not None and src.listed is not None:
+            if generation == 0:  # a workload asks its generations in order, from 0
+                self._listed_used = set()
+            pool = [v for v in src.listed if repr(v) not in self._listed_used] or list(src.listed)
+            chosen = min(pool, key=lambda v: abs(encoded_size(v) - nbytes))
+            self._listed_used.add(repr(chosen))
+            return chosen
+        key = generation * 1_000_003 + nbytes
+        if key in self._drawn:
+            return self._drawn[key]
+        from hypothesis import HealthCheck, Phase, find, settings
+        from hypothesis.errors import NoSuchExample
 
-        drawn = find(
-            st.lists(
-                self.strategy, min_size=generation + 1, max_size=generation + 1, unique_by=repr
-            ),
-            lambda _: True,
-            settings=settings(database=None, suppress_health_check=list(HealthCheck)),
-            random=random.Random(self.seed),
-        )
-        return drawn[generation]
+        used = {repr(v) for k, v in self._drawn.items() if k != key}
+        best: list[Any] = []
+
+        def big_enough(v: Any) -> bool:
+            if repr(v) in used:
+                return False
+            if not best or encoded_size(v) > encoded_size(best[0]):
+                best[:] = [v]
+            return encoded_size(v) >= nbytes
+
+        try:
+            value = find(
+                self.strategy,
+                big_enough,
+                settings=settings(
+                    database=None,
+                    max_examples=200,
+                    phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck),
+                ),
+                random=random.Random(self.seed * 7919 + key),
+            )
+        except NoSuchExample:
+            if not best:
+                raise BadValues(f"--values {self.values!r}: the strategy drew no value") from None
+            value = best[0]
+        self._drawn[key] = value
+        return value
 
     def workload_name(self, workload: DocWorkload) -> str:
         return workload.name
@@ -362,6 +587,9 @@ class DocumentKind:
         steps: list[Step] = []
         data = _RunData(initial_paths=frozenset(p for p, _ in self.initial_state.files))
         for i, value in enumerate(workload.values if obj is not None else ()):
+            size = encoded_size(value)
+            sizes = self.saved_sizes
+            self.saved_sizes = [min([size, *sizes[:1]]), max([size, *sizes[1:]])]
             label = f"save#{i}"
             step = Step(label, rec.op_count, payload=("save", value))
             before = fs.crash_state()
@@ -726,12 +954,22 @@ class DocumentKind:
         ]
         if self.values not in ("json", "custom"):
             parts.append(f"--values {self.values}")
+        if self.sizes != DEFAULT_SIZES:
+            parts.append(f"--sizes {','.join(_size_text(n) for n in self.sizes)}")
         if workload.name.split(":", 1)[0] == "random" and self.examples != 20:
             parts.append(f"--examples {self.examples}")
         if fault is not None:
             parts.append(f"--fault {fault_spec(fault)}")
         parts.append(f"--crash-point {k}")
         return " ".join(parts)
+
+
+def _size_text(n: int) -> str:
+    """``4K``, ``1M``, ``1000``: as ``--sizes`` takes it."""
+    for suffix, scale in (("M", 2**20), ("K", 2**10)):
+        if n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
 
 
 def _outside(path: str, base: str) -> bool:
