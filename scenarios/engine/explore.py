@@ -687,7 +687,7 @@ def explore_models(
             judge.run(base)
     for fault in faults:
         run = kind.record(workload, fault)
-        diverged, renamed = _divergence(base, run, fault)
+        diverged, renamed = _divergence(base, run, fault, getattr(kind, "recorder", ""))
         for judge in judges:
             _note_unsupported(judge.result, run)
             _note_renamed(judge.result, renamed)
@@ -807,9 +807,13 @@ def _signature(run: Run, k: int) -> tuple[tuple[str, bool, bool, bool], ...]:
     )
 
 
-def _divergence(base: Run, run: Run, fault: Fault) -> tuple[str | None, list[dict[str, str]]]:
+def _divergence(
+    base: Run, run: Run, fault: Fault, recorder: str = ""
+) -> tuple[str | None, list[dict[str, str]]]:
     """Why a faulted re-run is not the recorded run up to its fault, or None, with the
-    renaming that maps its fresh names onto the recording's: before operation
+    renaming that maps its fresh names onto the recording's. ``recorder``: how the kind
+    records a run, for the message (a kind's ``recorder`` attribute: ``"strace"``; ""
+    for interception). Before operation
     ``fault.at`` it must issue the same operations (FAULT-MODEL.md §4: a seeded re-run
     issues the same trace), but for names created afresh, matched by the order of their
     creation (:func:`~crashpoint.faultfs._fresh.match_fresh_names`; issue 22)."""
@@ -826,8 +830,12 @@ def _divergence(base: Run, run: Run, fault: Fault) -> tuple[str | None, list[dic
         return (
             f"re-run diverged from its recording at operation {at} "
             f"({theirs.render()} instead of {mine.render()}; differs in "
-            f"{op_difference(mine, theirs)}): the target is not deterministic under "
-            "interception"
+            f"{op_difference(mine, theirs)}): the target is not deterministic "
+            + (
+                f"from run to run (recorded through {recorder})"
+                if recorder
+                else "under interception"
+            )
         ), renamed
     if len(run.ops) < head:
         return (

@@ -87,7 +87,14 @@ from ..kinds.agent.checkers import observe
 from ..kinds.agent.kind import explore_agent, record
 from ..kinds.agent.targets import Target
 from ..kinds.agent.workload import BASE_DIR
-from ..kinds.document.kind import BASIC_WORKLOADS, DOC_BASE, DocumentKind, DocWorkload
+from ..kinds.document.kind import (
+    BASIC_WORKLOADS,
+    DOC_BASE,
+    DocObservation,
+    DocumentKind,
+    DocWorkload,
+    _error,
+)
 from ..kinds.state_storage.conformance import _preflight as _preflight_storage
 from ..kinds.state_storage.conformance import run_conformance, selected_workloads
 from ..targets import strace_driver
@@ -526,6 +533,9 @@ class ExecRunner(Runner):
         self._lock = threading.Lock()
         self.batch = False
         """The storage command answers a JSON array of requests (:meth:`detect_batch`)."""
+        self.batch_load = ""
+        """A command loading a JSON array of directories (the strace driver's
+        ``load-batch``; "" for user commands): document loads run in batches."""
         self.counts: dict[str, int] = {}
         """Processes run, by kind: ``load`` (one request run plain), ``load batch``
         (the requests of one crash state), ``batch discarded`` (of those, the ones
@@ -1013,6 +1023,8 @@ class ExecDocumentKind(DocumentKind):
         self.sources: dict[int, list[Source]] = {}
         self.shown = ""
         """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
+        self.recorder = "strace"
+        """How runs are recorded (the engine's divergence message names it)."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
         run = super()._record(workload, fault)
@@ -1031,8 +1043,18 @@ class ExecDocumentKind(DocumentKind):
         return run
 
     def prefetch(self, states: list[CrashState]) -> None:
-        """Observe ``states`` now, ``jobs`` load processes at a time."""
+        """Observe ``states`` now, ``jobs`` load processes at a time; with the strace
+        driver (``--runner strace``), in batches: one process loads up to
+        :data:`BATCH_IMAGES` crash images (:meth:`_batch_observe`)."""
         if not states:
+            return
+        if self.exec_runner.batch_load and len(states) > 1:
+            size = max(1, min(BATCH_IMAGES, -(-len(states) // self.jobs)))
+            chunks = [states[i : i + size] for i in range(0, len(states), size)]
+            with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+                for chunk, got in zip(chunks, pool.map(self._batch_observe, chunks), strict=True):
+                    for s, obs in zip(chunk, got, strict=True):
+                        self.observed[s.digest()] = obs if obs is not None else self.observe(s)
             return
         if self.jobs == 1 or len(states) == 1:
             for s in states:
@@ -1041,6 +1063,54 @@ class ExecDocumentKind(DocumentKind):
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             for s, obs in zip(states, pool.map(self.observe, states), strict=True):
                 self.observed[s.digest()] = obs
+
+    def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:
+        """Load every state of ``chunk`` in one driver process (``load-batch``), each from
+        a real directory of its own, traced for its opens only: what each load read (A5)
+        is the opens under its directory. A state whose directory the batch changed, or
+        any state when the reply is not one result per state, gives None: it is loaded
+        on its own (:meth:`observe`, traced in full when it writes)."""
+        runner = self.exec_runner
+        base = runner.base_dir
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            tmp = os.path.realpath(tmp)
+            roots = [os.path.join(tmp, f"d{i}") for i in range(len(chunk))]
+            for s, root in zip(chunk, roots, strict=True):
+                materialize(s, base, root)
+            before = [_snapshot(r) for r in roots]
+            aside = RecordingFileSystem(MemoryFileSystem(CrashState((), ("/",))))
+            done = runner.run(
+                shlex.split(runner.batch_load),
+                aside,
+                tmp=tmp,
+                real_root=roots[0],
+                label="load batch",
+                traced=True,
+                light=True,
+                stdin=json.dumps(roots).encode(),
+            )
+            changed = [_snapshot(r) != b for r, b in zip(roots, before, strict=True)]
+        try:
+            replies = json.loads(done.proc.stdout.decode("utf-8"), parse_int=_number)
+        except (UnicodeDecodeError, ValueError):
+            replies = None
+        if done.proc.returncode != 0 or not isinstance(replies, list) or len(replies) != len(chunk):
+            return [None] * len(chunk)
+        out: list[DocObservation | None] = []
+        for s, root, reply, wrote in zip(chunk, roots, replies, changed, strict=True):
+            if wrote or not isinstance(reply, dict):
+                out.append(None)
+                continue
+            rec = StraceReplay(RecordingFileSystem(MemoryFileSystem(s)), root, base, cwd=runner.cwd)
+            rec.feed(done.calls)
+            files = {p for p, _ in s.files}
+            reads = frozenset(r for r in rec.reads if r in files)
+            if reply.get("ok") is True:
+                out.append(DocObservation(reply.get("value"), None, reads, False))
+            else:
+                error = _error(LoadExit(f"exit status 1: {reply.get('error')}"))
+                out.append(DocObservation(None, error, reads, False))
+        return out
 
     def replay(
         self, workload: DocWorkload, model: PersistenceModel, k: int, fault: Fault | None
@@ -1125,6 +1195,8 @@ def verify_exec(
     result.target = shown or f"--exec --save {save!r} --load {load!r}"
     doc.target = result.target
     doc.shown = shown
+    if shown:
+        runner.batch_load = driver_batch_load(shown)
     try:
         _preflight(doc, runner, "--exec")
     except BadTarget as exc:
@@ -1161,7 +1233,10 @@ def verify_exec(
     result.leftover_ids = set(doc.leftovers)
     result.leftovers = len(result.leftover_ids)
     facts = ExecFacts(
-        ignored=list(runner.ignored), processes=runner.processes, untargeted=list(runner.untargeted)
+        ignored=list(runner.ignored),
+        processes=runner.processes,
+        untargeted=list(runner.untargeted),
+        counts=dict(runner.counts),
     )
     return result, facts
 
@@ -1201,6 +1276,18 @@ def _merge(into: EngineResult, extra: EngineResult) -> None:
 
 DRIVER = os.path.abspath(strace_driver.__file__)
 """The driver a Python TARGET runs through under ``--runner strace`` (by path)."""
+
+
+BATCH_IMAGES = 32
+"""The most crash images one batch load process of the strace driver loads."""
+
+
+def driver_batch_load(target: str) -> str:
+    """The command loading a JSON array of directories with the driver (``load-batch``)."""
+    return (
+        f"{shlex.quote(sys.executable)} -B {shlex.quote(DRIVER)} document "
+        f"{shlex.quote(target)} load-batch"
+    )
 
 
 def driver_commands(target: str, kind: str) -> tuple[str, str, str]:
