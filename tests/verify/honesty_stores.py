@@ -7,6 +7,7 @@ value, a store of one file per key in a subdirectory it lists.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -167,3 +168,17 @@ class TextStore(_Base):
                 return f.read()
         except FileNotFoundError:
             return None
+
+
+def swallowing_state_storage(base_dir: str) -> Any:
+    """The reference state storage (intercepted) whose save swallows ``StateError``: a
+    save that failed returns as if it had worked (the caller believes it durable)."""
+    from crashpoint.core import FileStateStorage, StateError
+    from crashpoint.faultfs import OsFileSystem
+
+    class Swallowing(FileStateStorage):
+        def save(self, state: Any) -> None:
+            with contextlib.suppress(StateError):
+                super().save(state)
+
+    return Swallowing(OsFileSystem(), base_dir, sync="full", ended_marker="scoped")

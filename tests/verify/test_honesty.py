@@ -145,8 +145,8 @@ def test_values_from_a_sized_callable_reach_the_sizes_asked(
         "--workload",
         "first-save",
     )
-    rep = report(out)
     assert code == 1  # judged (a mix of two saves' keys), not refused
+    rep = report(out)
     assert rep["value_sizes"]["max"] > 4096 and rep["value_sizes"]["boundaries_not_crossed"] == [
         65536
     ]
@@ -182,3 +182,27 @@ def test_a_value_that_does_not_round_trip_is_shown(
     code, _, err = run(capsys, tmp_path / "out", f"{STORES}:TextStore", "--workload", "first-save")
     assert code == 2
     assert "saved {'generation': 0" in err and 'load returned \'{"generation": 0' in err
+
+
+# --- 8. a state storage swallowing StateError is judged, not refused --------------------
+
+
+def test_a_state_storage_whose_save_swallows_state_error_breaks_recoverability(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, _, err = run(
+        capsys,
+        out,
+        f"{STORES}:swallowing_state_storage",
+        "--kind",
+        "state-storage",
+        "--workload",
+        "unpaired-refused",
+    )
+    assert code == 1, err  # judged (a violation), not refused as a bad target (exit 2)
+    rep = report(out)
+    (scenario,) = rep["scenarios"]
+    assert scenario["model"] == "process-crash"
+    # the refused save returned as if done: a load after it finds no session (R1)
+    assert "R1" in scenario["killed_by"]

@@ -933,9 +933,10 @@ class _EqualStates:
 def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] = ()) -> None:
     """No false green: a user's target (not a registered one) is refused with
     :class:`~crashpoint.scenarios.targets.user.BadTarget` when, in a crash-free run
-    with no fault injected, a save returned without a single mutating file operation
+    with no fault injected, every save returned without a single mutating file operation
     ("save returned but no file operation was recorded: ...": its storage ignores the
-    filesystem it was given) or raised ``state_save_failed`` though none of its
+    filesystem it was given; one such save beside saves that wrote is judged instead)
+    or raised ``state_save_failed`` though none of its
     operations in ``ops`` (the run's trace) failed ("save raised state_save_failed on
     a clean run: ..."; SPEC.md §5: a failed write, rename, delete or sync makes save
     fail). A store that never acknowledges a save breaks no invariant (nothing
@@ -943,10 +944,13 @@ def refuse_silent_saves(calls: Sequence[Any], target: Target, ops: Sequence[Op] 
     name = target.name
     if TARGETS.get(name) is target or MUTANTS.get(name.removeprefix("mutant:")) is target:
         return
+    # A save that wrote nothing while another wrote does not ignore fs: it returned
+    # without doing its work (a StateError swallowed, issue 22), judged by the invariants.
+    wrote = any(c.kind is CallKind.SAVE and c.end != c.begin for c in calls)
     for call in calls:
         if call.kind is not CallKind.SAVE:
             continue
-        if call.error is None and call.end == call.begin:
+        if call.error is None and call.end == call.begin and not wrote:
             raise BadTarget(
                 f"save returned but no file operation was recorded: target {name!r} "
                 f"({call.label}) writes nowhere the harness can see (does it ignore fs?)"
