@@ -147,6 +147,7 @@ def shard_section(
             seed=verify.seed,
             values=verify.values,
             shrunk=dict(verify.shrunk),
+            workload_bounds=dict(verify.workload_bounds),
             leftover_ids=sorted(verify.leftover_ids),
             conformance=list(verify.conformance),
             canary=list(verify.canary),
@@ -255,6 +256,7 @@ def merge_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> MergedRun:
             values=str(s0["values"]),
             conformance=list(s0["conformance"]),
             run_id=run.run_id,
+            workload_bounds=dict(s0.get("workload_bounds", {})),
         )
         for s in sections:
             result.leftover_ids |= set(s["leftover_ids"])
