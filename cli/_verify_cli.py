@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -21,6 +22,9 @@ from ._options import KindChoices, add_device_options, int_option, prepare_out, 
 __all__ = ["add_verify_parser", "run_verify"]
 
 EXIT_OK, EXIT_VIOLATION = 0, 1  # a usage error is 2 (run_guarded)
+
+RUNNERS = ("intercepted", "protocol", "strace")
+"""``--runner``'s choices (issue 23): how a target is run and its file calls recorded."""
 
 
 class VerifyUsageError(Exception):
@@ -74,6 +78,15 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "request on stdin, one JSON reply on stdout)",
     )
     p.add_argument(
+        "--runner",
+        choices=RUNNERS,
+        metavar="{intercepted,protocol,strace}",
+        help="how TARGET runs: intercepted (factory(base_dir), its Python file calls "
+        "routed into the model), protocol (factory(fs, base_dir)), or strace (in a child "
+        "interpreter recorded through strace: for a store on sqlite3, dbm or any C "
+        "extension). Default: by the factory's signature; --exec implies strace",
+    )
+    p.add_argument(
         "--save",
         metavar="CMD",
         help="--exec: command storing the JSON value of the file {value} into {dir}",
@@ -106,8 +119,10 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
         "--values",
-        metavar="NAME",
-        help="value strategy for document saves: json (default) or flat-strings",
+        metavar="V",
+        help="values document saves are given: json (default) or flat-strings; a FILE.json "
+        "holding a list of values; or module:name / path/file.py:name of a hypothesis "
+        "strategy or of a callable taking a size in bytes (called per sized workload)",
     )
     p.add_argument(
         "--sizes",
@@ -314,6 +329,7 @@ def _verify(
         )
     known, baseline_target = _baseline(args.baseline) if args.baseline else (None, None)
     exec_facts: Any = None
+    shown = _strace_runner(args)
     if args.exec is not None:
         from .scenarios.jobs.exec import check_exec_args
 
@@ -340,6 +356,7 @@ def _verify(
         if args.exec:
             from .scenarios.jobs.exec import verify_exec_state_storage
 
+            args.target = shown or None
             factory: Any = None
             result, exec_facts = verify_exec_state_storage(
                 args.exec,
@@ -352,10 +369,12 @@ def _verify(
                 faults=args.faults,
                 fault=fault,
                 max_output=args.max_output,
+                shown=shown,
             )
         elif args.exec is not None:
             from .scenarios.jobs.exec import verify_exec
 
+            args.target = shown or None
             factory = None
             result, exec_facts = verify_exec(
                 args.save,
@@ -370,9 +389,12 @@ def _verify(
                 timeout=args.timeout,
                 jobs=args.jobs or _cores(),
                 max_output=args.max_output,
+                shown=shown,
             )
         else:
+            before = set(sys.modules)
             factory = load_factory(args.target)
+            _check_runner(args, factory)
             result = verify(
                 factory,
                 kind=args.kind,
@@ -392,7 +414,8 @@ def _verify(
                 shard=args.shard,
             )
     except BadTarget as exc:
-        raise VerifyUsageError(str(exc)) from None
+        hint = "" if args.exec is not None else _strace_hint(str(exc), before)
+        raise VerifyUsageError(str(exc) + hint) from None
     except TargetTimeout as exc:
         what = "the --exec commands" if args.exec is not None else f"target {args.target!r}"
         raise VerifyUsageError(f"{what}: {exc}") from None
@@ -466,6 +489,10 @@ def _verify(
             )
         for original, smaller in result.shrunk.items():
             console.print(f"shrunk: {original} -> {smaller}", markup=False)
+        if report.get("renamed"):
+            console.print(_renamed_line(report["renamed"]), markup=False)
+        if report.get("value_sizes"):
+            console.print(_sizes_line(report["values"], report["value_sizes"]), markup=False)
         if known is not None:
             console.print(
                 f"baseline {args.baseline}: {len(new)} new finding(s)"
@@ -506,6 +533,119 @@ def _verify(
     if known is not None:
         return EXIT_VIOLATION if new else EXIT_OK
     return EXIT_VIOLATION if result.counterexamples else EXIT_OK
+
+
+def _strace_runner(args: argparse.Namespace) -> str:
+    """``--runner`` checked against ``--exec``; with ``--runner strace`` and a Python
+    TARGET, ``args`` turned into the ``--exec`` form running it through the strace driver
+    (:func:`~crashpoint.scenarios.jobs.exec.driver_commands`). Returns the TARGET so run
+    ("" otherwise). Raises VerifyUsageError (exit 2)."""
+    runner = args.runner
+    if args.exec is not None:
+        if runner not in (None, "strace"):
+            raise VerifyUsageError(
+                f"--runner {runner} cannot run --exec commands: they are other processes, "
+                "recorded through strace (--exec implies --runner strace)"
+            )
+        return ""
+    if runner != "strace":
+        return ""
+    if not args.target:
+        raise VerifyUsageError(
+            "--runner strace needs TARGET (package.module:factory or file.py:factory)"
+        )
+    if args.save is not None or args.load is not None:
+        raise VerifyUsageError("--save and --load apply to --exec only")
+    if args.values not in (None, "json"):
+        raise VerifyUsageError("--runner strace saves JSON values: --values json only")
+    if args.shard is not None:
+        raise VerifyUsageError("--shard does not apply to --runner strace (run it unsharded)")
+    from .scenarios.jobs.exec import driver_commands
+    from .scenarios.targets.user import BadTarget, load_factory, target_mode
+
+    try:
+        target_mode(load_factory(args.target), args.target)  # exit 2 here, not in a child
+    except BadTarget as exc:
+        raise VerifyUsageError(str(exc)) from None
+    save, load, storage = driver_commands(args.target, args.kind)
+    if args.kind == "state-storage":
+        args.exec = storage
+    elif args.kind == "document":
+        args.exec, args.save, args.load = "", save, load
+    else:
+        raise VerifyUsageError(
+            f"--runner strace runs the document and state-storage kinds, not {args.kind!r}"
+        )
+    shown: str = args.target
+    args.target, args.values = None, None
+    return shown
+
+
+def _check_runner(args: argparse.Namespace, factory: Any) -> None:
+    """``--runner intercepted``/``protocol`` must match the factory's signature."""
+    from .scenarios.targets.user import target_mode
+
+    if args.runner is None:
+        return
+    mode = target_mode(factory, args.target)
+    if mode != args.runner:
+        sig = "factory(base_dir)" if mode == "intercepted" else "factory(fs, base_dir)"
+        raise VerifyUsageError(
+            f"--runner {args.runner}: target {args.target!r} is {sig}, which runs {mode} "
+            "(or give --runner strace)"
+        )
+
+
+#: Modules whose I/O is C code interception cannot see, by the name a user knows.
+_C_STORES = {"_sqlite3": "sqlite3", "_dbm": "dbm.ndbm", "_gdbm": "dbm.gnu", "lmdb": "lmdb"}
+
+
+def _strace_hint(message: str, before: set[str]) -> str:
+    """What to add to a bad target's message when its file I/O may be C code that
+    interception cannot see: the C extension modules its import brought in (``sqlite3``
+    for ``_sqlite3``: ``sqlite3.connect`` opens its files in C) and ``--runner strace``."""
+    new = [m for m in sys.modules if m not in before]
+    found: list[str] = []
+    for name in new:
+        module = sys.modules.get(name)
+        path = str(getattr(module, "__file__", "") or "")
+        top = name.partition(".")[0]
+        label = _C_STORES.get(name) or _C_STORES.get(top)
+        if label is None and path.endswith((".so", ".pyd")) and not top.startswith("_"):
+            label = top
+        if label is not None and label not in found:
+            found.append(label)
+    silent = "no file operation was recorded" in message or "raised on a clean run" in message
+    if not found and "no file operation was recorded" not in message:
+        return ""
+    if not silent:
+        return ""
+    what = (
+        f"; it uses {', '.join(found)} (C code: "
+        + ("sqlite3.connect opens its files in C; " if "sqlite3" in found else "")
+        + "interception sees only Python's file calls)"
+        if found
+        else "; if its I/O is C code (sqlite3, dbm, a C extension), interception cannot see it"
+    )
+    return what + ": run it with --runner strace"
+
+
+def _sizes_line(values: str, sizes: dict[str, Any]) -> str:
+    """The values saved and their sizes, with the page boundaries none crossed (issue 22)."""
+    never = sizes.get("boundaries_not_crossed") or []
+    tail = (
+        f"; never crossed: {', '.join(f'{b} bytes' for b in never)}"
+        if never
+        else "; every page boundary crossed"
+    )
+    return f"values {values}: {sizes['min']}-{sizes['max']} bytes as JSON{tail}"
+
+
+def _renamed_line(renamed: list[dict[str, str]]) -> str:
+    """The fresh names faulted re-runs created, matched onto the recording's (issue 22)."""
+    shown = ", ".join(f"{p['from']} -> {p['to']}" for p in renamed[:5])
+    more = f" (and {len(renamed) - 5} more, in report.json `renamed`)" if len(renamed) > 5 else ""
+    return f"renamed (fresh names of faulted re-runs matched by creation order): {shown}{more}"
 
 
 def _html_details(report: dict[str, Any], result: Any) -> dict[str, Any] | None:

@@ -158,6 +158,41 @@ class DescriptorTable:
             raise os_error(errno.ENOENT, path)  # pragma: no cover - size raised
         return self._add(Description(path, readable, writable, append=bool(flags & os.O_APPEND)))
 
+    def open_tmpfile(self, directory: str, flags: int) -> int:
+        """``open(directory, O_TMPFILE)``: a new descriptor on a file with no name in
+        ``directory`` (``open(2)``): what is written to it stays private (nothing of it can
+        survive a crash) until :meth:`link_fd` names it. Raises ENOENT/ENOTDIR when
+        ``directory`` is not a directory of ``fs``."""
+        if not self.fs.is_dir(directory):
+            code = errno.ENOTDIR if self.fs.exists(directory) else errno.ENOENT
+            raise os_error(code, directory)
+        access = flags & os.O_ACCMODE
+        d = Description(
+            directory,
+            readable=access in (os.O_RDONLY, os.O_RDWR),
+            writable=access in (os.O_WRONLY, os.O_RDWR),
+            orphan=bytearray(),
+        )
+        return self._add(d)
+
+    def link_fd(self, fd: int, dst: str) -> None:
+        """``linkat(fd, "", ..., dst, AT_EMPTY_PATH)`` (or through ``/proc/self/fd/N``):
+        give ``fd``'s file the name ``dst``. A file with no name (:meth:`open_tmpfile`, or
+        unlinked) becomes ``create(dst)`` and a ``write`` of its content, the operations
+        that put the same bytes under that name; a named file is :meth:`link`. Raises
+        EEXIST, ENOENT as ``fs.create``/``fs.link``."""
+        d = self.get(fd)
+        if d.orphan is None:
+            self.link(d.path, dst)
+            return
+        if self.fs.exists(dst):
+            raise os_error(errno.EEXIST, dst)
+        content = bytes(d.orphan)
+        self.fs.create(dst, exclusive=True)
+        if content:
+            write_all(self.fs, dst, content)
+        d.path, d.orphan = dst, None
+
     def _add(self, description: Description) -> int:
         fd = self._next
         self._next += 1
@@ -199,6 +234,15 @@ class DescriptorTable:
         if d.append:
             offset = self.size(fd)
         return self._pwrite(d, data, offset)
+
+    def zero_range(self, fd: int, offset: int, n: int) -> int:
+        """``n`` zero bytes at ``offset`` (``fallocate`` punching a hole or zeroing a
+        range: the bytes read back as zeros), ``O_APPEND`` or not; the offset stays.
+        Returns the bytes written."""
+        d = self._for_write(fd)
+        if offset < 0 or n < 0:
+            raise os_error(errno.EINVAL, d.path)
+        return self._pwrite(d, bytes(n), offset)
 
     def _for_write(self, fd: int) -> Description:
         d = self.get(fd)
@@ -368,6 +412,17 @@ class DescriptorTable:
 
     def _live(self) -> list[Description]:
         return [d for d in self._descriptions.values() if d.orphan is None]
+
+
+def write_all(fs: FileSystem, path: str, data: bytes) -> None:
+    """``data`` written at offset 0 of ``path``, continued after short counts (ENOSPC
+    for a count of 0)."""
+    done = 0
+    while done < len(data):
+        n = fs.write(path, done, data[done:])
+        if n <= 0:
+            raise os_error(errno.ENOSPC, path)
+        done += n
 
 
 def normalise(path: str) -> str:

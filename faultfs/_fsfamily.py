@@ -53,6 +53,7 @@ import math
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from . import _dirops
 from ._family import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective, new_crash_point
 from ._image import CrashState, Image, new_crash_state, parent_dir
 from ._trace import Op, OpKind
@@ -73,7 +74,16 @@ _FSYNC, _FDATASYNC, _FSYNC_DIR = OpKind.FSYNC, OpKind.FDATASYNC, OpKind.FSYNC_DI
 _DIR_OPS = frozenset({_FSYNC_DIR, _RMDIR})
 
 # metadata record kinds
-_K_MKDIR, _K_NEW, _K_RENAME, _K_UNLINK, _K_TRUNC, _K_LINK, _K_RMDIR, _K_MOVE = range(8)
+_K_MKDIR, _K_NEW, _K_RENAME, _K_UNLINK, _K_TRUNC, _K_LINK, _K_RMDIR, _K_MOVE = (
+    _dirops.MKDIR,
+    _dirops.NEW,
+    _dirops.RENAME,
+    _dirops.UNLINK,
+    _dirops.TRUNC,
+    _dirops.LINK,
+    _dirops.RMDIR,
+    _dirops.MOVE,
+)
 
 _MAX_PICKS = 4096
 """At most this many choices of block contents per inode are built; the rest are
@@ -271,32 +281,8 @@ class _Rec:
         self.deps: frozenset[int] = frozenset()
 
     def replay(self, names: dict[str, int], dirs: set[str]) -> None:
-        kind = self.kind
-        if kind == _K_NEW:
-            names[self.path] = self.inode
-        elif kind == _K_RENAME:
-            if names.get(self.path) == self.inode:
-                del names[self.path]
-            names[self.dst] = self.inode
-        elif kind == _K_UNLINK:
-            if names.get(self.path) == self.inode:
-                del names[self.path]
-        elif kind == _K_MKDIR:
-            dirs.add(self.path)
-        elif kind == _K_LINK:
-            names[self.dst] = self.inode
-        elif kind == _K_RMDIR:
-            dirs.discard(self.path)
-        elif kind == _K_MOVE:
-            path, dst = self.path, self.dst
-            prefix = path + "/"
-            cut = len(path)
-            dirs.discard(dst)
-            for d in [d for d in dirs if d == path or d.startswith(prefix)]:
-                dirs.discard(d)
-                dirs.add(dst + d[cut:])
-            for p in [p for p in names if p.startswith(prefix)]:
-                names[dst + p[cut:]] = names.pop(p)
+        """Apply this operation's directory effect (:func:`._dirops.apply`)."""
+        _dirops.apply(self.kind, self.path, self.dst, self.inode, names, dirs)
 
 
 class _Data:

@@ -85,6 +85,7 @@ from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from . import _dirops
 from ._family import REORDER_COMBINATIONS, CrashPoint, PersistenceModel, effective, new_crash_point
 from ._image import CrashState, Image, new_crash_state, parent_dir
 from ._trace import Op, OpKind
@@ -116,7 +117,16 @@ _MUTATING = frozenset(kind for kind in OpKind if kind.mutating)
 
 # Kinds of metadata records: every one but _TRUNC is a directory operation. _MOVE is
 # the rename of a directory with its subtree.
-_MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC, _LINK, _RMDIR, _MOVE = range(8)
+_MKDIR, _NEW, _RENAME, _UNLINK, _TRUNC, _LINK, _RMDIR, _MOVE = (
+    _dirops.MKDIR,
+    _dirops.NEW,
+    _dirops.RENAME,
+    _dirops.UNLINK,
+    _dirops.TRUNC,
+    _dirops.LINK,
+    _dirops.RMDIR,
+    _dirops.MOVE,
+)
 _DIR_CHANGES = frozenset({_MKDIR, _RMDIR, _MOVE})  # the kinds that change directories
 
 _Names = dict[str, int]
@@ -153,34 +163,9 @@ class _Meta:
         self.size = size
         self.deps: tuple[int, ...] = ()  # positions of the operations that created its names
 
-    def replay(self, names: _Names, dirs: set[str]) -> None:
-        """Apply this operation's directory effect (contents are tracked per inode)."""
-        kind = self.kind
-        if kind == _NEW:
-            names[self.path] = self.inode
-        elif kind == _RENAME:
-            if names.get(self.path) == self.inode:
-                del names[self.path]
-            names[self.dst] = self.inode
-        elif kind == _UNLINK:
-            if names.get(self.path) == self.inode:
-                del names[self.path]
-        elif kind == _MKDIR:
-            dirs.add(self.path)
-        elif kind == _LINK:
-            names[self.dst] = self.inode
-        elif kind == _RMDIR:
-            dirs.discard(self.path)
-        elif kind == _MOVE:
-            path, dst = self.path, self.dst
-            prefix = path + "/"
-            cut = len(path)
-            dirs.discard(dst)  # an empty directory it replaced
-            for d in [d for d in dirs if d == path or d.startswith(prefix)]:
-                dirs.discard(d)
-                dirs.add(dst + d[cut:])
-            for p in [p for p in names if p.startswith(prefix)]:
-                names[dst + p[cut:]] = names.pop(p)
+    def replay(self, names: dict[str, int], dirs: set[str]) -> None:
+        """Apply this operation's directory effect (:func:`._dirops.apply`)."""
+        _dirops.apply(self.kind, self.path, self.dst, self.inode, names, dirs)
 
 
 class _Options:

@@ -20,11 +20,26 @@ What is not replayed is never dropped silently:
   ``node-compile-cache``); an escape onto memory-backed storage (``/dev/shm``, any
   tmpfs) says so (:func:`memory_backed`);
 * a call the model cannot represent on a file of the directory (``mmap`` shared and
-  writable, ``msync``, ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``,
-  ``io_uring_*``, ``symlink``, ``sync``, ``openat2`` ...) is *unsupported*, by
-  name: the verdict is incomplete. ``rmdir`` (and ``unlinkat`` with
-  ``AT_REMOVEDIR``), ``link``/``linkat``, ``fdatasync`` (distinct from ``fsync``) and
-  the rename of a directory are operations of the trace.
+  writable: the file is named in :attr:`StraceReplay.mapped`; ``msync``,
+  ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``'s
+  ``COLLAPSE_RANGE``/``INSERT_RANGE``/``UNSHARE_RANGE``, ``renameat2``'s
+  ``RENAME_EXCHANGE``, ``io_uring_*``, ``symlink``, ``sync``, ``openat2`` ...) is
+  *unsupported*, by name: the verdict is incomplete.
+
+Replayed faithfully (issue 23; ``tests/exec/test_strace_replay.py`` compares each with
+the kernel byte for byte): per-descriptor offsets (``lseek``'s answer; ``read``/``readv``
+advance by their count, traced raw so no byte read is logged; ``pwrite64``/``pwritev``/
+``pwritev2`` leave the offset, ``pwritev2`` at offset -1 moves it, ``RWF_APPEND`` and
+``O_APPEND``, also set by ``fcntl(F_SETFL)``, write at the end), descriptors shared by
+``dup``/``dup2``/``dup3``/``fcntl(F_DUPFD[_CLOEXEC])`` and by ``fork``, ``ftruncate``/
+``truncate``, ``fallocate`` mode 0 (grows), ``KEEP_SIZE`` (nothing readable changes),
+``PUNCH_HOLE`` and ``ZERO_RANGE`` (zeros), ``fdatasync`` distinct from ``fsync``,
+``sync_file_range`` (no barrier: it promises no durability), ``rename``/``renameat2``
+(``RENAME_NOREPLACE``), ``link``/``linkat``, ``rmdir`` (and ``unlinkat`` with
+``AT_REMOVEDIR``), ``O_TMPFILE`` named by ``linkat`` (``AT_EMPTY_PATH`` or
+``/proc/self/fd/N`` followed: a ``create`` and a ``write`` of its bytes), read-only
+and private ``mmap`` (harmless), ``flock`` and ``fcntl`` record locks (lock events, no
+effect on a crash state; one holder per file, released by unlock or the last close).
 """
 
 from __future__ import annotations
@@ -43,6 +58,7 @@ from ._protocol import FileSystem
 
 __all__ = [
     "IGNORED_RULE",
+    "OPEN_SYSCALLS",
     "TRACED_SYSCALLS",
     "StraceReplay",
     "Syscall",
@@ -52,13 +68,23 @@ __all__ = [
 ]
 
 TRACED_SYSCALLS = (
-    "open,openat,openat2,creat,write,pwrite64,writev,pwritev,pwritev2,ftruncate,truncate,"
+    "open,openat,openat2,creat,write,pwrite64,writev,pwritev,pwritev2,lseek,read,readv,"
+    "ftruncate,truncate,"
     "fsync,fdatasync,sync,syncfs,sync_file_range,rename,renameat,renameat2,unlink,unlinkat,"
     "rmdir,mkdir,mkdirat,link,linkat,symlink,symlinkat,close,close_range,dup,dup2,dup3,"
     "fcntl,clone,clone3,fork,vfork,execve,chdir,fchdir,mmap,msync,copy_file_range,sendfile,"
-    "splice,fallocate,io_uring_setup,io_uring_enter"
+    "splice,fallocate,flock,io_uring_setup,io_uring_enter"
 )
-"""The system calls recorded (``strace -e trace=``)."""
+"""The system calls recorded (``strace -e trace=``): what the replay needs and nothing
+else (``pread64``/``preadv`` move no offset and are not traced)."""
+
+OPEN_SYSCALLS = "open,openat,openat2,creat"
+"""The calls a read-only run is traced for (``verify --exec``'s loads): the files it
+opened. A run that changed a file is traced again with :data:`TRACED_SYSCALLS`."""
+
+RAW_SYSCALLS = "read,readv"
+"""Calls printed raw (``-e raw=``): the replay needs only their descriptor and the count
+returned (an offset moves), never the bytes read, which strace would print in hex."""
 
 IGNORED_RULE = (
     "writes outside the directory to a device that stores nothing (/dev/null, /dev/zero, "
@@ -126,6 +152,16 @@ _AT_REMOVEDIR = 0x200
 _RENAME_EXCHANGE = 0x2
 _F_DUPFD, _F_DUPFD_CLOEXEC = 0, 0x406
 _PROT_WRITE, _MAP_SHARED = 0x2, 0x1
+_F_SETFL, _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW = 4, 6, 7, 37, 38
+_F_UNLCK = 2
+_LOCK_SH, _LOCK_EX, _LOCK_UN = 1, 2, 8
+_AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = 0x400, 0x1000
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000)
+_RWF_APPEND = 0x10
+# fallocate(2) modes
+_FALLOC_KEEP_SIZE, _FALLOC_PUNCH_HOLE, _FALLOC_COLLAPSE_RANGE = 0x1, 0x2, 0x8
+_FALLOC_ZERO_RANGE, _FALLOC_INSERT_RANGE, _FALLOC_UNSHARE_RANGE = 0x10, 0x20, 0x40
+_PROC_FD = re.compile(r"^/proc/(?:self|thread-self|\d+)/fd/(\d+)$")
 
 
 def strace_available() -> str | None:
@@ -146,12 +182,16 @@ def strace_available() -> str | None:
     return None
 
 
-def strace_argv(argv: Sequence[str], log: str, *, inject: str | None = None) -> list[str]:
+def strace_argv(
+    argv: Sequence[str], log: str, *, inject: str | None = None, trace: str | None = None
+) -> list[str]:
     """The command line that runs ``argv`` under strace, logging to ``log``.
 
-    ``inject``: an ``-e inject=`` expression (``write:error=ENOSPC:when=3``)."""
+    ``inject``: an ``-e inject=`` expression (``write:error=ENOSPC:when=3``); ``trace``:
+    the calls traced (default :data:`TRACED_SYSCALLS`). ``--seccomp-bpf`` stops the
+    tracee only at the calls traced (the others run at full speed)."""
     cmd = ["strace", "-f", "-qq", "--seccomp-bpf", "-y", "-X", "raw", "-xx", "-s", "1000000000"]
-    cmd += ["-e", f"trace={TRACED_SYSCALLS}"]
+    cmd += ["-e", f"trace={trace or TRACED_SYSCALLS}", "-e", f"raw={RAW_SYSCALLS}"]
     if inject is not None:
         cmd += ["-e", f"inject={inject}"]
     return [*cmd, "-o", log, "--", *argv]
@@ -184,10 +224,11 @@ class Syscall:
 
 
 _FORKS = ("clone", "clone3", "fork", "vfork")
+_LOCK_CMDS = (_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW)
 _HEAD = re.compile(r"^(\d+)\s+(.*)$")
 _CALL = re.compile(r"^([a-z_0-9]+)\((.*)$", re.S)
 _RESUMED = re.compile(r"^<\.\.\. ([a-z_0-9]+) resumed>(.*)$", re.S)
-_RESULT = re.compile(r"\)\s+= (-?\d+|\?|0x[0-9a-f]+)(?:<([^>]*)>)?(?: ([A-Z0-9_]+))?(.*)$")
+_RESULT = re.compile(r"\)\s+= (0x[0-9a-f]+|-?\d+|\?)(?:<([^>]*)>)?(?: ([A-Z0-9_]+))?(.*)$")
 
 
 def parse_log(text: str | Iterable[str]) -> list[Syscall]:
@@ -294,7 +335,7 @@ def split_args(args: str) -> list[str]:
     return out
 
 
-_FD = re.compile(r"^(-?\d+)(?:<(.*)>)?$", re.S)
+_FD = re.compile(r"^(-?\d+)(?:<(.*)>)?(?:\s*\(deleted\))?$", re.S)
 _STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
 
 
@@ -365,6 +406,8 @@ class StraceReplay:
         counts: ``(pid, name)`` → calls of ``name`` made by ``pid`` so far.
         mismatched: calls the model refused although the kernel did them (the model
             and the real directory disagree: the trace after them is not exact).
+        mapped: model paths of files mapped shared and writable (``mmap``): stores to
+            them reach the file with no system call (the report marks them).
     """
 
     fs: FileSystem
@@ -378,6 +421,8 @@ class StraceReplay:
     sources: list[Source] = field(default_factory=list)
     counts: dict[tuple[int, str], int] = field(default_factory=dict)
     mismatched: list[str] = field(default_factory=list)
+    mapped: list[str] = field(default_factory=list)
+    _locks: dict[str, int] = field(default_factory=dict)
     _procs: dict[int, _Proc] = field(default_factory=dict)
     _table: DescriptorTable | None = None
 
@@ -489,8 +534,11 @@ class StraceReplay:
             real = c.result_path or self._resolve(proc, base, path)
             if not c.result_path:
                 real = self._resolve(proc, base, path)
-            mpath = self.model_path(real)
             cloexec = bool(flags & os.O_CLOEXEC)
+            if flags & _O_TMPFILE == _O_TMPFILE:
+                self._tmpfile(proc, c, self._resolve(proc, base, path), flags, cloexec)
+                return
+            mpath = self.model_path(real)
             if mpath is None:
                 if flags & (os.O_CREAT | os.O_TRUNC):
                     self._outside(name, real)
@@ -520,10 +568,22 @@ class StraceReplay:
             if entry is None or entry.tfd is None:
                 self._untracked(name, real)
                 return
-            if name in ("write", "writev"):
-                tab.write(entry.tfd, data)
+            if name == "pwritev2" and _int(a[4]) & _RWF_APPEND:
+                tab.pwrite(entry.tfd, data, tab.size(entry.tfd))
+            elif name in ("write", "writev") or (name == "pwritev2" and _int(a[3]) == -1):
+                tab.write(entry.tfd, data)  # (pwritev2 at offset -1: the file offset, moved)
             else:
                 tab.pwrite(entry.tfd, data, _int(a[3]))
+            return
+        if name in ("lseek", "read", "readv"):
+            # the kernel's answer is the offset (lseek) or how far it moved (reads)
+            entry = proc.fds.get(_int(a[0]) if name != "lseek" else _fd(a[0])[0])
+            if entry is not None and entry.tfd is not None and entry.tfd in tab:
+                d = tab.get(entry.tfd)
+                d.pos = c.result if name == "lseek" else d.pos + c.result
+            return
+        if name == "flock" or (name == "fcntl" and _int(a[1]) in _LOCK_CMDS):
+            self._lock(proc, c, a)
             return
         if name == "ftruncate":
             fd, real = _fd(a[0])
@@ -562,6 +622,11 @@ class StraceReplay:
             old = _fd(a[0])[0]
             if name == "fcntl":
                 cmd = _int(a[1])
+                if cmd == _F_SETFL:
+                    entry = proc.fds.get(old)
+                    if entry is not None and entry.tfd is not None and entry.tfd in tab:
+                        tab.get(entry.tfd).append = bool(_int(a[2]) & os.O_APPEND)
+                    return
                 if cmd not in (_F_DUPFD, _F_DUPFD_CLOEXEC):
                     return
                 cloexec = cmd == _F_DUPFD_CLOEXEC
@@ -594,9 +659,12 @@ class StraceReplay:
                 src = self._resolve(proc, _fd(a[0])[1], _str(a[1]))
                 dst = self._resolve(proc, _fd(a[2])[1], _str(a[3]))
                 if name == "renameat2" and _int(a[4]) & _RENAME_EXCHANGE:
+                    # two names swapped in one step: the model has no such operation (three
+                    # renames through a third name would show crash states no disk has)
                     if self.model_path(src) or self.model_path(dst):
                         self._unsupported("renameat2", "RENAME_EXCHANGE")
                     return
+                # RENAME_NOREPLACE: the call succeeded, so nothing was at dst: a rename
             msrc, mdst = self.model_path(src), self.model_path(dst)
             if msrc is None or mdst is None:
                 if msrc is None:
@@ -646,9 +714,18 @@ class StraceReplay:
             if name == "linkat":
                 src = self._resolve(proc, _fd(a[0])[1], _str(a[1]))
                 dst = self._resolve(proc, _fd(a[2])[1], _str(a[3]))
+                at = _int(a[4])
+                by_fd = _fd(a[0])[0] if at & _AT_EMPTY_PATH and not _str(a[1]) else None
             else:
                 src = self._resolve(proc, "", _str(a[0]))
                 dst = self._resolve(proc, "", _str(a[1]))
+                at, by_fd = 0, None
+            m = _PROC_FD.match(src)
+            if m is not None and (at & _AT_SYMLINK_FOLLOW):
+                by_fd = int(m.group(1))  # the file behind the descriptor, not the symlink
+            if by_fd is not None:
+                self._link_fd(proc, name, by_fd, dst)
+                return
             msrc, mdst = self.model_path(src), self.model_path(dst)
             if mdst is None:
                 self._outside(name, dst)
@@ -678,21 +755,117 @@ class StraceReplay:
         if name == "mmap":
             prot, flags = _int(a[2]), _int(a[3])
             real = _fd(a[4])[1]
-            if prot & _PROT_WRITE and flags & _MAP_SHARED and self.model_path(real) is not None:
-                self._unsupported("mmap", "a shared writable mapping of a file")
+            mpath = self.model_path(real)
+            if prot & _PROT_WRITE and flags & _MAP_SHARED and mpath is not None:
+                # its stores reach the file with no system call: the trace cannot see them
+                if mpath not in self.mapped:
+                    self.mapped.append(mpath)
+                self._unsupported("mmap", f"a shared writable mapping of {mpath}")
+            return  # a read-only or private mapping changes no file
+        if name == "fallocate":
+            self._fallocate(proc, a)
             return
+        if name == "sync_file_range":
+            return  # starts writeback, promises no durability (sync_file_range(2)): no barrier
         if name == "msync":
             if self._mapped():
                 self._unsupported("msync")
             return
-        if name in ("copy_file_range", "sendfile", "splice", "fallocate", "sync_file_range"):
-            out_arg = {"copy_file_range": 2, "sendfile": 0, "splice": 2}.get(name, 0)
+        if name in ("copy_file_range", "sendfile", "splice"):
+            out_arg = {"copy_file_range": 2, "sendfile": 0, "splice": 2}[name]
             real = _fd(a[out_arg])[1]
             if self.model_path(real) is not None:
                 self._unsupported(name, "on a file of the directory")
-            elif real.startswith("/") and name != "sync_file_range":
+            elif real.startswith("/"):
                 self._outside(name, real)
             return
+
+    def _entry(self, proc: _Proc, fd: int) -> int | None:
+        """The table's descriptor behind the program's ``fd`` (None: not in the directory,
+        or not opened in the trace)."""
+        entry = proc.fds.get(fd)
+        if entry is None or entry.tfd is None or entry.tfd not in self._tab:
+            return None
+        return entry.tfd
+
+    def _tmpfile(self, proc: _Proc, c: Syscall, real_dir: str, flags: int, cloexec: bool) -> None:
+        """``open(dir, O_TMPFILE)``: an unnamed file in the directory (named by ``linkat``)."""
+        mdir = self.model_path(real_dir)
+        if mdir is None:
+            self._outside(c.name, real_dir + " (O_TMPFILE)")
+            if c.result >= 0:
+                self._set(proc, c.result, _Fd(None, cloexec))
+            return
+        tfd = self._tab.open_tmpfile(mdir, flags)
+        if c.result >= 0:
+            self._set(proc, c.result, _Fd(tfd, cloexec))
+
+    def _link_fd(self, proc: _Proc, name: str, fd: int, dst: str) -> None:
+        """``linkat`` of a descriptor (``AT_EMPTY_PATH``, or ``/proc/self/fd/N`` followed)."""
+        mdst = self.model_path(dst)
+        tfd = self._entry(proc, fd)
+        if mdst is None:
+            self._outside(name, dst)
+            if tfd is not None:
+                self._unsupported(name, "across the directory's boundary")
+            return
+        if tfd is None:
+            self._unsupported(name, "of a descriptor not opened in the trace, or outside it")
+            return
+        self._tab.link_fd(tfd, mdst)
+
+    def _lock(self, proc: _Proc, c: Syscall, a: list[str]) -> None:
+        """``flock`` or an ``fcntl`` record lock: a lock event (no effect on any crash
+        state; FAULT-MODEL.md §1), one holder per file in the replay."""
+        tfd = self._entry(proc, _fd(a[0])[0])
+        if tfd is None or not self._tab.path(tfd):
+            return
+        path = self._tab.path(tfd)
+        if c.name == "flock":
+            op = _int(a[1])
+            release, take = bool(op & _LOCK_UN), bool(op & (_LOCK_SH | _LOCK_EX))
+        else:
+            m = re.search(r"l_type=(0x[0-9a-f]+|\d+)", a[2] if len(a) > 2 else "")
+            kind = int(m.group(1), 0) if m else _F_UNLCK
+            release, take = kind == _F_UNLCK, kind != _F_UNLCK
+        held = self._locks.get(path)
+        if release and held is not None:
+            del self._locks[path]
+            self.fs.unlock(path, held)
+        elif take and not release and held is None:
+            self._locks[path] = self.fs.lock(path, 0.0)
+
+    def _fallocate(self, proc: _Proc, a: list[str]) -> None:
+        """``fallocate(fd, mode, offset, len)``: its effect on the file's bytes and size.
+        Mode 0 grows the file (zeros); ``KEEP_SIZE`` alone changes nothing readable;
+        ``PUNCH_HOLE`` and ``ZERO_RANGE`` read back as zeros (``ZERO_RANGE`` grows the
+        file unless ``KEEP_SIZE``); ``COLLAPSE_RANGE``, ``INSERT_RANGE`` and
+        ``UNSHARE_RANGE`` are named unsupported."""
+        fd, real = _fd(a[0])
+        tfd = self._entry(proc, fd)
+        if tfd is None:
+            self._untracked("fallocate", real)
+            return
+        mode, offset, length = _int(a[1]), _int(a[2]), _int(a[3])
+        tab = self._tab
+        odd = mode & (_FALLOC_COLLAPSE_RANGE | _FALLOC_INSERT_RANGE | _FALLOC_UNSHARE_RANGE)
+        if odd:
+            names = {
+                _FALLOC_COLLAPSE_RANGE: "FALLOC_FL_COLLAPSE_RANGE",
+                _FALLOC_INSERT_RANGE: "FALLOC_FL_INSERT_RANGE",
+                _FALLOC_UNSHARE_RANGE: "FALLOC_FL_UNSHARE_RANGE",
+            }
+            self._unsupported("fallocate", " ".join(n for b, n in names.items() if odd & b))
+            return
+        size, end = tab.size(tfd), offset + length
+        keep = bool(mode & _FALLOC_KEEP_SIZE)
+        if mode & (_FALLOC_PUNCH_HOLE | _FALLOC_ZERO_RANGE):
+            stop = min(end, size) if keep or mode & _FALLOC_PUNCH_HOLE else end
+            if stop > offset:
+                tab.zero_range(tfd, offset, stop - offset)
+            return
+        if not keep and end > size:
+            tab.ftruncate(tfd, end)
 
     def _mapped(self) -> bool:
         return any(u.startswith("mmap") for u in self.unsupported)
@@ -710,7 +883,13 @@ class StraceReplay:
     def _close(self, proc: _Proc, fd: int) -> None:
         entry = proc.fds.pop(fd, None)
         if entry is not None and entry.tfd is not None and entry.tfd in self._tab:
-            self._tab.close(entry.tfd)
+            tab = self._tab
+            d = tab.get(entry.tfd)
+            tab.close(entry.tfd)
+            held = self._locks.get(d.path)
+            if d.refs == 0 and held is not None and d.orphan is None:
+                del self._locks[d.path]  # the last descriptor's close releases its lock
+                self.fs.unlock(d.path, held)
 
 
 def errno_name(code: int) -> str:

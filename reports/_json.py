@@ -13,6 +13,7 @@ Shape (keys are a contract; acceptance checks read them)::
          "distinct_states", "cut", "exhaustive", "invariants", "faults",
          "violation_count", "violations_listed", "killed_by",
          "hypothetical_count", "hypothetical": [violation],  # issue 20: apart, see below
+         "renamed": [{"from", "to"}],      # issue 22: fresh names of faulted re-runs
          "violations": [                   # minimal first; at most MAX_LISTED
            {"invariant", "title", "severity", "why", "fault", "session_id",
             "crash_point": {"index", "operation", "last_done", "where"},
@@ -22,8 +23,13 @@ Shape (keys are a contract; acceptance checks read them)::
                  "cut", "violations", "hypothetical"},
       "exhaustive": false when a bound left combinations out ("cut" counts them:
                     an upper bound on the distinct crash states not explored),
-      "counterexample": <the most severe, then minimal, violation overall, or null>
+      "counterexample": <the most severe, then minimal, violation overall, or null>,
+      "renamed": [{"from", "to"}]          # every scenario's, once each
     }
+
+``renamed``: a name a faulted re-run created (a ``tempfile`` name, a pid in a name) mapped
+onto the name its recording created at the same position (FAULT-MODEL.md §4): the re-run
+is judged as the recording's repetition under that renaming.
 
 ``verify`` adds (among others) ``"workload_bounds"``: ``{workload: {"saves",
 "value_bytes"}}`` (the most saves of one run, the largest value in UTF-8 JSON bytes;
@@ -145,6 +151,7 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
         "hypothetical": [
             _with_broken(violation_dict(v), v, r.hypothetical) for v in _listed(r.hypothetical)
         ],
+        "renamed": [dict(pair) for pair in r.renamed],
     }
 
 
@@ -196,10 +203,22 @@ def build_report(
         },
         "exhaustive": all(r.exhaustive for r in results),
         "counterexample": violation_dict(minimal) if minimal is not None else None,
+        "renamed": _renamed(results),
     }
     if extra:
         report.update(extra)
     return report
+
+
+def _renamed(results: Sequence[EngineResult]) -> list[dict[str, str]]:
+    """Every fresh name a faulted re-run created mapped onto the recording's (issue 22),
+    once each, in order: ``[{"from": re-run name, "to": recording name}]``."""
+    seen: list[dict[str, str]] = []
+    for r in results:
+        for pair in r.renamed:
+            if pair not in seen:
+                seen.append(dict(pair))
+    return seen
 
 
 def models_assumed(results: Sequence[EngineResult]) -> list[dict[str, Any]]:
@@ -255,6 +274,7 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
         "examined_nothing": result.examined_nothing,
         "seed": result.seed,
         "values": result.values,
+        "value_sizes": dict(result.value_sizes),
         "shrunk": dict(result.shrunk),
         "workload_bounds": {k: dict(v) for k, v in result.workload_bounds.items()},
         "leftover_states": result.leftovers,

@@ -69,6 +69,18 @@ def _verify_md(report: Mapping[str, Any]) -> list[str]:
             f"holding leftover files: {report.get('leftover_states', 0)}"
         )
     out += [f"- shrunk: {a} → `{b}`" for a, b in report.get("shrunk", {}).items()]
+    sizes = report.get("value_sizes") or {}
+    if sizes:
+        never = sizes.get("boundaries_not_crossed") or []
+        out.append(
+            f"- values `{report.get('values')}`: {sizes['min']}–{sizes['max']} bytes as JSON"
+            + (f"; page boundaries never crossed: {', '.join(map(str, never))}" if never else "")
+        )
+    if report.get("renamed"):
+        out.append(
+            "- renamed (fresh names of faulted re-runs, matched by creation order): "
+            + ", ".join(f"`{p['from']}` → `{p['to']}`" for p in report["renamed"])
+        )
     if report.get("thread_exception_count"):
         out.append(
             f"- the target's threads raised {report['thread_exception_count']} exception(s) "

@@ -90,6 +90,7 @@ def result_record(r: EngineResult, *, first: bool) -> dict[str, Any]:
         "family": r.family,
         "options": dict(r.options),
         "hypothetical": [_counterexample_record(c) for c in r.hypothetical],
+        "renamed": [dict(pair) for pair in r.renamed],
     }
 
 
@@ -117,6 +118,7 @@ def _result(d: Mapping[str, Any]) -> EngineResult:
         family=str(d.get("family", "")),
         options=dict(d.get("options", {})),
         hypothetical=[_counterexample(c) for c in d.get("hypothetical", [])],
+        renamed=[dict(pair) for pair in d.get("renamed", [])],
     )
 
 
@@ -146,6 +148,7 @@ def shard_section(
             models=list(verify.models),
             seed=verify.seed,
             values=verify.values,
+            value_sizes=dict(verify.value_sizes),
             shrunk=dict(verify.shrunk),
             workload_bounds=dict(verify.workload_bounds),
             leftover_ids=sorted(verify.leftover_ids),
@@ -254,6 +257,7 @@ def merge_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> MergedRun:
             shrunk=dict(s0["shrunk"]),
             seed=int(s0["seed"]),
             values=str(s0["values"]),
+            value_sizes=dict(s0.get("value_sizes") or {}),
             conformance=list(s0["conformance"]),
             run_id=run.run_id,
             workload_bounds=dict(s0.get("workload_bounds", {})),

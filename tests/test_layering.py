@@ -56,6 +56,10 @@ and the other modules of the top package): ``crashpoint explore`` starts without
 interception, the state machine, the zoo or the HTML renderer (issue 11)."""
 
 LAZY: Mapping[tuple[str, str], str] = {
+    ("crashpoint.scenarios.targets.strace_driver", "crashpoint.core"): "the strace driver "
+    "starts in every traced child (issue 23): the codec only for the state-storage form",
+    ("crashpoint.scenarios.targets.strace_driver", "crashpoint.faultfs"): "the strace driver "
+    "starts in every traced child (issue 23): the real filesystem only for a protocol factory",
     ("crashpoint.core._codec", "crashpoint.core._fastdecode"): "msgspec's decoder, built on "
     "the first decode",
     ("crashpoint.core._storage", "crashpoint.faultfs._os"): "the real filesystem, built only "

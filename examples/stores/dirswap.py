@@ -72,7 +72,11 @@ class DirSwapStore:
         the old directory."""
         _remove_tree(self.next)  # a save cut short before its rename
         if os.path.isdir(self.current):
-            _remove_tree(self.old)  # a save cut short after its first rename left both
+            # a save cut short after its first rename left both; the rename that made
+            # current may not be durable yet (its directory fsync failed): make it so
+            # before removing the copy a power cut would fall back to
+            self._sync(self.base_dir)
+            _remove_tree(self.old)
         os.mkdir(self.next)
         with open(os.path.join(self.next, "doc.json"), "w", encoding="utf-8") as f:
             json.dump(value, f)

@@ -31,6 +31,7 @@ from ...faultfs import (
     crash_points,
     device_default,
 )
+from ...faultfs._fresh import match_fresh_names, op_difference
 
 __all__ = [
     "AGENT_TIEBREAK",
@@ -58,6 +59,7 @@ __all__ = [
     "invariant_ids",
     "invariant_info",
     "judged_crash_states",
+    "prefix_state",
     "recovery_points",
     "register_invariants",
     "severity_rank",
@@ -377,6 +379,9 @@ class EngineResult:
             the model ``power-loss``); options: the model's parameters
             (:meth:`~crashpoint.faultfs.PersistenceModel.options`). The verdict names
             what it assumed (issue 20).
+        renamed: names the faulted re-runs created afresh, mapped onto the names the
+            recording created at the same position (``{"from": re-run name, "to":
+            recording name}``; issue 22): a re-run that differs only in them is judged.
     """
 
     workload: str
@@ -402,6 +407,7 @@ class EngineResult:
     family: str = ""
     options: dict[str, int | None] = field(default_factory=dict, repr=False)
     hypothetical: list[Counterexample] = field(default_factory=list)
+    renamed: list[dict[str, str]] = field(default_factory=list)
 
     def sort(self) -> None:
         """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
@@ -451,6 +457,7 @@ class EngineResult:
         self.counterexamples = [*self.counterexamples, *other.counterexamples]
         self.warnings = [*self.warnings, *other.warnings]
         self.hypothetical = [*self.hypothetical, *other.hypothetical]
+        _note_renamed(self, other.renamed)
         self.sort()
         self.seconds += other.seconds
         self.check_seconds += other.check_seconds
@@ -680,9 +687,10 @@ def explore_models(
             judge.run(base)
     for fault in faults:
         run = kind.record(workload, fault)
-        diverged = _divergence(base, run, fault)
+        diverged, renamed = _divergence(base, run, fault)
         for judge in judges:
             _note_unsupported(judge.result, run)
+            _note_renamed(judge.result, renamed)
             if diverged is not None:
                 # A re-run that does not repeat its recording cannot be judged against it.
                 _note_unsupported(judge.result, Run(run.initial, [], [], unsupported=[diverged]))
@@ -799,28 +807,40 @@ def _signature(run: Run, k: int) -> tuple[tuple[str, bool, bool, bool], ...]:
     )
 
 
-def _divergence(base: Run, run: Run, fault: Fault) -> str | None:
-    """Why a faulted re-run is not the recorded run up to its fault, or None: before
-    operation ``fault.at`` it must issue exactly the same operations (FAULT-MODEL.md
-    §4: a seeded re-run issues the same trace)."""
+def _divergence(base: Run, run: Run, fault: Fault) -> tuple[str | None, list[dict[str, str]]]:
+    """Why a faulted re-run is not the recorded run up to its fault, or None, with the
+    renaming that maps its fresh names onto the recording's: before operation
+    ``fault.at`` it must issue the same operations (FAULT-MODEL.md §4: a seeded re-run
+    issues the same trace), but for names created afresh, matched by the order of their
+    creation (:func:`~crashpoint.faultfs._fresh.match_fresh_names`; issue 22)."""
     head = min(fault.at, len(base.ops))
-    for mine, theirs in zip(base.ops[:head], run.ops[:head], strict=False):
-        if (mine.kind, mine.path, mine.dst, mine.offset, mine.data, mine.size) != (
-            theirs.kind,
-            theirs.path,
-            theirs.dst,
-            theirs.offset,
-            theirs.data,
-            theirs.size,
-        ):
-            return (
-                f"re-run diverged from its recording at operation {mine.index} "
-                f"({theirs.render()} instead of {mine.render()}): the target is not "
-                "deterministic under interception"
-            )
+    renaming, at = match_fresh_names(
+        base.ops[:head],
+        run.ops[:head],
+        recorded_initial=base.initial,
+        rerun_initial=run.initial,
+    )
+    renamed = renaming.as_list()
+    if at is not None:
+        mine, theirs = base.ops[at], renaming.op(run.ops[at])
+        return (
+            f"re-run diverged from its recording at operation {at} "
+            f"({theirs.render()} instead of {mine.render()}; differs in "
+            f"{op_difference(mine, theirs)}): the target is not deterministic under "
+            "interception"
+        ), renamed
     if len(run.ops) < head:
-        return f"re-run diverged from its recording: it stopped after {len(run.ops)} operations"
-    return None
+        return (
+            f"re-run diverged from its recording: it stopped after {len(run.ops)} operations",
+            renamed,
+        )
+    return None, renamed
+
+
+def _note_renamed(result: EngineResult, renamed: Iterable[dict[str, str]]) -> None:
+    for pair in renamed:
+        if pair not in result.renamed:
+            result.renamed.append(pair)
 
 
 def _note_unsupported(result: EngineResult, run: Run) -> None:
@@ -987,7 +1007,13 @@ class _Judge(Generic[W, Obs]):
 
 def state_after(run: Run, k: int) -> CrashState:
     """The process-crash state after the first ``k`` operations of ``run``."""
-    for point in crash_points(PROCESS_CRASH, run.initial, run.ops[:k], points=(k,)):
+    return prefix_state(run.initial, run.ops, k)
+
+
+def prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
+    """The process-crash state of ``initial`` after the first ``k`` of ``ops`` (every one
+    of them complete). Raises ValueError when ``ops`` has fewer than ``k``."""
+    for point in crash_points(PROCESS_CRASH, initial, ops[:k], points=(k,)):
         if point.index == k:
             return point.states[0]
     raise ValueError(k)

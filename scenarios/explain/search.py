@@ -52,7 +52,7 @@ from ...faultfs import (
     durable_at,
     get_model,
 )
-from ..engine.explore import explore_kind, invariant_info
+from ..engine.explore import explore_kind, invariant_info, prefix_state
 from ..kinds.agent.catalogue import assistant, build_state, user
 from ..kinds.agent.checkers import INVARIANTS, Invariant, expectation, judge, observe
 from ..kinds.agent.kind import _probe, explore, record, resolve
@@ -507,13 +507,6 @@ def _summarised(data: bytes) -> str:
     return "".join(out).translate(_PICTURES)
 
 
-def _prefix_state(initial: CrashState, ops: Sequence[Op], k: int) -> CrashState:
-    for point in crash_points(PROCESS_CRASH, initial, ops[:k]):
-        if point.index == k:
-            return point.states[0]
-    raise ValueError(k)
-
-
 def _first_difference(a: bytes, b: bytes) -> int:
     """The first offset where ``a`` and ``b`` differ (the shorter one's length if one is a
     prefix of the other), compared a page at a time."""
@@ -555,7 +548,7 @@ def _cause(
     model: PersistenceModel, initial: CrashState, ops: Sequence[Op], k: int, state: CrashState
 ) -> tuple[str, list[str]]:
     """Why ``state`` is possible at ``k``, and the witness (operations whose effects it holds)."""
-    prefix = _prefix_state(initial, ops, k)
+    prefix = prefix_state(initial, ops, k)
     done = ops[:k]
     reasons: list[str] = []
     lost: set[int] = set()
@@ -1570,7 +1563,7 @@ def _match(
 ) -> Match:
     cause, witness = _cause(model, initial, ops, k, state)
     invariants, expected, got, replay = search.judge(workload, model, k, state)
-    prefix = _prefix_state(initial, ops, k)
+    prefix = prefix_state(initial, ops, k)
     files: dict[str, str] = {}
     for path, data in state.files:
         if not path.startswith(search.base + "/"):

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...faultfs import get_model
-from ..engine.explore import CrashTrace, EngineResult, detail_key
-from ..explain.search import _prefix_state, file_view, timeline
+from ..engine.explore import CrashTrace, EngineResult, detail_key, prefix_state
+from ..explain.search import file_view, timeline
 
 __all__ = [
     "MAX_DETAILS",
@@ -66,7 +66,7 @@ def _traces(results: Iterable[EngineResult]) -> dict[tuple[str, str], CrashTrace
 
 def _detail(trace: CrashTrace, model: str, k: int) -> dict[str, Any]:
     base = trace.base
-    prefix = _prefix_state(trace.initial, trace.ops, k)
+    prefix = prefix_state(trace.initial, trace.ops, k)
     view = timeline(get_model(model), trace.ops, k, base, trace.marks)
     files = [
         {

@@ -35,6 +35,7 @@ __all__ = [
     "Task",
     "auto_jobs",
     "explore_run_id",
+    "plan_run_id",
     "plan_tasks",
     "run_explore",
     "run_tasks",
@@ -292,8 +293,8 @@ def run_explore(
     catalogue target ``Plan.target`` (``reference``, ``seed``, ``mutant:NAME``) cut into
     :func:`plan_tasks`, run on ``Plan.jobs`` processes by :func:`run_tasks` and merged.
     ``factory`` is unused: the kind's targets are its own. Returns a ``VerifyResult``
-    whose ``results`` are :func:`run_tasks`'s and whose ``run_id`` is
-    :func:`explore_run_id`'s. Raises KeyError for an unknown scenario or target."""
+    whose ``results`` are :func:`run_tasks`'s (``run_plan`` names it: :func:`plan_run_id`).
+    Raises KeyError for an unknown scenario or target."""
     options = plan.options
     scenarios = list(plan.workloads) if plan.workloads is not None else list(SCENARIOS)
     models = [m.name for m in plan.models]
@@ -314,16 +315,20 @@ def run_explore(
     jobs = auto_jobs(tasks, plan.jobs) if options.get("auto_jobs") else plan.jobs
     result = VerifyResult(plan.target, KIND, "catalogue", models, seed=plan.seed)
     result.results = run_tasks(tasks, jobs=jobs, progress=progress)
-    result.run_id = explore_run_id(
-        scenarios,
-        models,
+    return result
+
+
+def plan_run_id(plan: Plan) -> str:
+    """The ``agent`` kind's run id of ``plan``: :func:`explore_run_id`'s."""
+    return explore_run_id(
+        list(plan.workloads) if plan.workloads is not None else list(SCENARIOS),
+        [m.name for m in plan.models],
         plan.target,
         faults=plan.faults,
-        only_fault=only_fault,
+        only_fault=fault_spec(plan.fault) if plan.fault is not None else None,
         crash_point=plan.crash_point,
-        reorder_bound=options.get("reorder_bound"),
+        reorder_bound=plan.options.get("reorder_bound"),
     )
-    return result
 
 
 def _catalogue_only(runner: Any, target: str, options: Any) -> Any:
@@ -342,6 +347,7 @@ register_kind(
         workloads=tuple(SCENARIOS),
         run=run_explore,
         options=EXPLORE_OPTIONS,
+        run_id=plan_run_id,
         listed=False,
     ),
     builtin=True,

@@ -126,8 +126,7 @@ def run_plan(
         else:
             result = _run_generic(entry, plan, factory)
     result.canary += [c for c in canary.changes() if c not in result.canary]
-    if not result.run_id:  # a front end may name its run its own way (explore's)
-        result.run_id = plan.run_id()
+    result.run_id = entry.run_id(plan) if entry.run_id is not None else plan.run_id()
     return result
 
 

@@ -24,6 +24,9 @@ class VerifyResult:
         shrunk: ``{original workload: shrunk workload}`` for workloads that shrank.
         leftovers: crash states that held leftover files (A5 warning count).
         seed, values: what generated the workloads.
+        value_sizes: the smallest and largest value saved, in bytes as JSON, and the page
+            boundaries no value reached (``{"min", "max", "boundaries_not_crossed"}``,
+            issue 22); empty when the kind saves no document values.
     """
 
     target: str
@@ -35,6 +38,7 @@ class VerifyResult:
     leftovers: int = 0
     seed: int = 0
     values: str = "json"
+    value_sizes: dict[str, Any] = field(default_factory=dict)
     conformance: list[dict[str, Any]] = field(default_factory=list)
     leftover_ids: set[str] = field(default_factory=set, repr=False)
     canary: list[str] = field(default_factory=list)  # real-disk changes seen (faultfs/_canary)

@@ -17,6 +17,7 @@ workload or value strategy.
 from __future__ import annotations
 
 import random
+import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..kinds.document.kind import (
     DEFAULT_SIZES,
     DOC_BASE,
     DOC_WORKLOADS,
+    PAGE_BOUNDARIES,
     DocumentKind,
     DocWorkload,
     json_parses,
@@ -223,7 +225,30 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                 )
         result.leftover_ids = set(doc.leftovers)
         result.leftovers = len(result.leftover_ids)
+        result.value_sizes = value_sizes(doc.saved_sizes)
     return result
+
+
+def value_sizes(sizes: Sequence[int]) -> dict[str, Any]:
+    """``{"min", "max", "boundaries_not_crossed"}`` of the values saved (report key
+    ``value_sizes``): their sizes in bytes as JSON, and each of
+    :data:`~crashpoint.scenarios.kinds.document.kind.PAGE_BOUNDARIES` no value exceeded
+    (a store that breaks past it was never shown one). Empty for no value."""
+    if not sizes:
+        return {}
+    low, high = min(sizes), max(sizes)
+    return {
+        "min": low,
+        "max": high,
+        "boundaries_not_crossed": [b for b in PAGE_BOUNDARIES if high <= b],
+    }
+
+
+def merge_value_sizes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """The :func:`value_sizes` of two runs' values together."""
+    if not a or not b:
+        return dict(a or b)
+    return value_sizes([a["min"], a["max"], b["min"], b["max"]])
 
 
 def _loadable(spec: str, factory: Callable[..., Any]) -> bool:
@@ -260,6 +285,7 @@ def _verify_parallel(
         merged.shrunk.update(part.shrunk)
         merged.workload_bounds.update(part.workload_bounds)
         merged.leftover_ids |= part.leftover_ids
+        merged.value_sizes = merge_value_sizes(merged.value_sizes, part.value_sizes)
     merged.leftovers = len(merged.leftover_ids)
     return merged
 
@@ -303,8 +329,11 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
         if obs.error is not None:
             raise BadTarget(f"target {name!r}: load() raised after a clean save: {obs.error}")
         if not doc._same(obs.value, workload.values[0]):
+            shown = reprlib.Repr()
+            shown.maxstring = shown.maxother = 120
             raise BadTarget(
-                f"target {name!r}: load() after a clean save returned a different value "
+                f"target {name!r}: load() after a clean save returned a different value: "
+                f"saved {shown.repr(workload.values[0])}, load returned {shown.repr(obs.value)} "
                 "(give a value strategy it round-trips: --values or crashpoint_values)"
             )
 

@@ -59,6 +59,9 @@ class KindEntry:
         parses: ``parses(bytes)``: whether the kind's load would take a file's bytes as
             data (``crashpoint explain`` tells complete files from torn ones by it).
         options: option names the kind accepts in a plan (others are refused).
+        run_id: ``run_id(plan)`` → the id the kind's runs carry (None: the plan's own,
+            :meth:`~crashpoint.scenarios.jobs.plan.Plan.run_id`; ``explore`` keeps the
+            id its shards were always given).
         listed: offered as ``verify --kind`` and ``explain --kind`` (False: a kind only
             its own command drives, as ``crashpoint explore`` drives ``agent``, the
             embedded catalogue's targets).
@@ -72,6 +75,7 @@ class KindEntry:
     run: Callable[..., Any] | None = None
     parses: Callable[[bytes], bool] = field(default=bool)
     options: frozenset[str] = frozenset()
+    run_id: Callable[[Any], str] | None = None
     listed: bool = True
 
 

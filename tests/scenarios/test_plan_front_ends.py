@@ -11,7 +11,7 @@ from crashpoint._cli import main
 from crashpoint.faultfs import get_model
 from crashpoint.scenarios import kind_names
 from crashpoint.scenarios.jobs import plan as plan_module
-from crashpoint.scenarios.jobs.explore import KIND, run_explore
+from crashpoint.scenarios.jobs.explore import KIND, plan_run_id, run_explore
 from crashpoint.scenarios.jobs.plan import Plan, run_plan
 
 
@@ -45,7 +45,7 @@ def test_run_plan_of_the_agent_kind_is_run_explore() -> None:
     plan = Plan(KIND, "seed", (get_model("ext4"),), workloads=("three-saves",))
     via_plan = run_plan(plan)
     direct = run_explore(plan)
-    assert via_plan.kind == KIND == "agent" and via_plan.run_id == direct.run_id
+    assert via_plan.kind == KIND == "agent" and via_plan.run_id == plan_run_id(plan)
     assert [c.invariant for c in via_plan.counterexamples] == [
         c.invariant for c in direct.counterexamples
     ]

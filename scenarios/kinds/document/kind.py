@@ -22,6 +22,7 @@ fail). ``large-values`` (on request: values crossing 1 MiB, or the largest of
 from __future__ import annotations
 
 import copy
+import dataclasses
 import errno
 import json
 import posixpath
@@ -40,7 +41,7 @@ from ....faultfs import (
     RecordingFileSystem,
 )
 from ...engine.explore import Finding, InvariantInfo, Run, Step, fault_spec, register_invariants
-from ...targets.user import Runner, TargetTimeout
+from ...targets.user import BadTarget, Runner, TargetTimeout, load_factory
 
 __all__ = [
     "BASIC_WORKLOADS",
@@ -49,11 +50,16 @@ __all__ = [
     "DOC_BASE",
     "DOC_WORKLOADS",
     "EXTRA_WORKLOADS",
+    "PAGE_BOUNDARIES",
     "VALUE_STRATEGIES",
+    "BadValues",
     "DocWorkload",
     "DocumentKind",
+    "ValueSource",
+    "encoded_size",
     "json_parses",
     "parse_sizes",
+    "resolve_values",
     "value_bytes",
     "value_strategy",
 ]
@@ -83,7 +89,9 @@ DOCUMENT_INVARIANTS = (
         "no-silent-reset",
         "data-loss",
         "load returns the initial value only when no complete saved value is on disk in "
-        "the target's files, and never writes over files it could not read",
+        "the target's files, and its writes never make unrecoverable a complete value "
+        "readable before them (a recovery that rolls back a save that had not returned, "
+        "as SQLite's hot journal does, is none)",
     ),
     InvariantInfo(
         "A4",
@@ -177,6 +185,90 @@ def value_strategy(name: str) -> Any:
         raise KeyError(
             f"unknown value strategy {name!r}; known: {', '.join(VALUE_STRATEGIES)}"
         ) from None
+
+
+PAGE_BOUNDARIES = (4096, 65536)
+"""The sizes a value's encoding is reported against (``value_sizes``): a page and a
+64 KiB extent; a value never larger than one never made a save cross it."""
+
+
+class BadValues(BadTarget):
+    """``--values V`` names no value source: not a built-in name, a ``.json`` file that
+    is not a non-empty list, or a ``module:name`` that does not import or is neither a
+    hypothesis strategy nor a callable (one line, exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValueSource:
+    """Where the values saved come from (``--values V``).
+
+    Attributes:
+        name: ``V`` as given (``json``, ``values.json``, ``examples/values.py:ini``).
+        strategy: the hypothesis strategy the ``random`` workload draws from.
+        listed: the values of a ``.json`` file, else None.
+        sized: a callable taking a size in bytes and returning a value, else None.
+    """
+
+    name: str
+    strategy: Any
+    listed: tuple[Any, ...] | None = None
+    sized: Callable[[int], Any] | None = None
+
+
+def resolve_values(spec: str) -> ValueSource:
+    """``--values V`` (issue 22): a built-in name (:data:`VALUE_STRATEGIES`); ``V``
+    ending ``.json``: a file holding a non-empty list of values; ``V`` with a colon: a
+    hypothesis strategy, or a callable taking a size in bytes, resolved like a target
+    (``module:name`` or ``path/file.py:name``; a function returning a strategy is
+    called). Raises :class:`BadValues`."""
+    from hypothesis import strategies as st
+    from hypothesis.strategies import SearchStrategy
+
+    if spec in VALUE_STRATEGIES:
+        return ValueSource(spec, value_strategy(spec))
+    if spec.endswith(".json"):
+        try:
+            with open(spec, encoding="utf-8") as f:
+                listed = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise BadValues(f"--values {spec!r}: cannot read a JSON list: {exc}") from None
+        if not isinstance(listed, list) or not listed:
+            raise BadValues(f"--values {spec!r}: the file holds no non-empty JSON list")
+        return ValueSource(spec, st.sampled_from(listed), listed=tuple(listed))
+    if ":" not in spec:
+        raise BadValues(
+            f"--values {spec!r}: not a value strategy; give a built-in name "
+            f"({', '.join(VALUE_STRATEGIES)}), a file.json holding a list of values, or "
+            "module:name / path/file.py:name of a hypothesis strategy or a callable taking "
+            "a size in bytes"
+        )
+    try:
+        found = load_factory(spec)
+    except BadTarget as exc:
+        raise BadValues(f"--values: {str(exc).replace('target ', '', 1)}") from None
+    if isinstance(found, SearchStrategy):
+        return ValueSource(spec, found)
+    if callable(found):
+        try:
+            made = found()
+        except TypeError:
+            made = None  # it takes an argument: a size in bytes
+        if isinstance(made, SearchStrategy):
+            return ValueSource(spec, made)
+        fn: Callable[[int], Any] = found
+        return ValueSource(spec, st.integers(1, 2 * PAGE_BOUNDARIES[-1]).map(fn), sized=fn)
+    raise BadValues(
+        f"--values {spec!r}: {type(found).__name__} is neither a hypothesis strategy nor "
+        "a callable taking a size in bytes"
+    )
+
+
+def encoded_size(value: Any) -> int:
+    """The bytes of ``value`` as JSON (UTF-8; its ``repr`` when not JSON-able)."""
+    try:
+        return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return len(repr(value).encode("utf-8", "surrogatepass"))
 
 
 def _sized(values: str, generation: int, nbytes: int) -> Any:
@@ -297,12 +389,15 @@ class DocObservation:
         error: what load (or the factory) raised, ``"Type: message"``; None if it returned.
         reads: paths load read.
         wrote: whether load changed or removed a file of the crash state.
+        reloaded: when it ``wrote``, what a fresh load of the disk its writes left gave
+            (A3 on states, SPEC.md §10: did the writes make a generation unrecoverable?).
     """
 
     value: Any = None
     error: str | None = None
     reads: frozenset[str] = frozenset()
     wrote: bool = False
+    reloaded: DocObservation | None = None
 
 
 class DocumentKind:
@@ -337,7 +432,15 @@ class DocumentKind:
         self.sizes = tuple(sizes)
         self.target = target
         self.values = values
+        self.source: ValueSource | None = None
+        if strategy is None and values != "custom":
+            self.source = resolve_values(values)
+            strategy = self.source.strategy
         self.strategy = strategy if strategy is not None else value_strategy(values)
+        self.saved_sizes: list[int] = []
+        """The smallest and largest value saved so far, in bytes (:func:`encoded_size`)."""
+        self._drawn: dict[int, Any] = {}
+        self._listed_used: set[str] = set()
         self.equal = equal or (lambda a, b: bool(a == b))
         self.seed = seed
         self.examples = 20
@@ -387,21 +490,56 @@ class DocumentKind:
         return w
 
     def _value(self, generation: int, nbytes: int) -> Any:
+        """The value of save ``generation`` of a sized workload, about ``nbytes`` long:
+        built-in strategies pad to it; a listed value nearest it (not used before); a
+        callable is called with it; a strategy's first draw at least that large (else its
+        largest), distinct from the earlier generations', deterministic for the seed."""
         if self.values in VALUE_STRATEGIES:
             return _sized(self.values, generation, nbytes)
-        # A strategy of the target's own: distinct values it draws, deterministically.
-        from hypothesis import HealthCheck, find, settings
-        from hypothesis import strategies as st
+        src = self.source
+        if src is not None and src.sized is not None:
+            return src.sized(nbytes)
+        if src is not None and src.listed is not None:
+            if generation == 0:  # a workload asks its generations in order, from 0
+                self._listed_used = set()
+            pool = [v for v in src.listed if repr(v) not in self._listed_used] or list(src.listed)
+            chosen = min(pool, key=lambda v: abs(encoded_size(v) - nbytes))
+            self._listed_used.add(repr(chosen))
+            return chosen
+        key = generation * 1_000_003 + nbytes
+        if key in self._drawn:
+            return self._drawn[key]
+        from hypothesis import HealthCheck, Phase, find, settings
+        from hypothesis.errors import NoSuchExample
 
-        drawn = find(
-            st.lists(
-                self.strategy, min_size=generation + 1, max_size=generation + 1, unique_by=repr
-            ),
-            lambda _: True,
-            settings=settings(database=None, suppress_health_check=list(HealthCheck)),
-            random=random.Random(self.seed),
-        )
-        return drawn[generation]
+        used = {repr(v) for k, v in self._drawn.items() if k != key}
+        best: list[Any] = []
+
+        def big_enough(v: Any) -> bool:
+            if repr(v) in used:
+                return False
+            if not best or encoded_size(v) > encoded_size(best[0]):
+                best[:] = [v]
+            return encoded_size(v) >= nbytes
+
+        try:
+            value = find(
+                self.strategy,
+                big_enough,
+                settings=settings(
+                    database=None,
+                    max_examples=200,
+                    phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck),
+                ),
+                random=random.Random(self.seed * 7919 + key),
+            )
+        except NoSuchExample:
+            if not best:
+                raise BadValues(f"--values {self.values!r}: the strategy drew no value") from None
+            value = best[0]
+        self._drawn[key] = value
+        return value
 
     def workload_name(self, workload: DocWorkload) -> str:
         return workload.name
@@ -449,6 +587,9 @@ class DocumentKind:
         steps: list[Step] = []
         data = _RunData(initial_paths=frozenset(p for p, _ in self.initial_state.files))
         for i, value in enumerate(workload.values if obj is not None else ()):
+            size = encoded_size(value)
+            sizes = self.saved_sizes
+            self.saved_sizes = [min([size, *sizes[:1]]), max([size, *sizes[1:]])]
             label = f"save#{i}"
             step = Step(label, rec.op_count, payload=("save", value))
             before = fs.crash_state()
@@ -500,6 +641,15 @@ class DocumentKind:
         )
 
     def observe(self, state: CrashState) -> DocObservation:
+        """Reboot ``state`` and load; when the load changed a file of it, load once more
+        from the disk those writes left (:attr:`DocObservation.reloaded`)."""
+        obs, left = self._load_once(state)
+        if not obs.wrote:
+            return obs
+        return dataclasses.replace(obs, reloaded=self._load_once(left)[0])
+
+    def _load_once(self, state: CrashState) -> tuple[DocObservation, CrashState]:
+        """Load ``state`` once: what it gave, and the disk its writes left."""
         fs = MemoryFileSystem(state)
         rec = RecordingFileSystem(fs)
         runner = self.runner
@@ -515,9 +665,10 @@ class DocumentKind:
         reads = frozenset(e.path for e in rec.trace.events if e.kind is OpKind.READ)
         # "Writes over" (A3): a file of the crash state changed or removed. Creating a
         # file that was not there (tinydb creates an empty db.json) overwrites nothing.
-        after = dict(fs.crash_state().files)
+        left = fs.crash_state()
+        after = dict(left.files)
         wrote = any(after.get(path) != blob for path, blob in state.files)
-        return DocObservation(value, error, reads, wrote)
+        return DocObservation(value, error, reads, wrote), left
 
     def observe_initial(self) -> DocObservation:
         """Load on the empty base directory: the initial value (SPEC.md §10)."""
@@ -586,7 +737,13 @@ class DocumentKind:
             and (label := data.blobs.get(blob)) is not None
             and not self._initial_value_is(label, saves, init)
         ]
-        if is_initial and on_disk:
+        rolled_back = self._rolled_back(k, obs, saves)
+        if (
+            is_initial
+            and on_disk
+            and not rolled_back
+            and not self._newest_saved(k, state, obs, run)
+        ):
             out.append(
                 Finding(
                     "A3",
@@ -594,12 +751,18 @@ class DocumentKind:
                     f"{got} (the initial value)",
                 )
             )
-        if obs.wrote and (obs.error is not None or is_initial):
+        lost = (
+            self._lost_generation(run, k, state, obs, saves, init)
+            if obs.wrote and not rolled_back
+            else None
+        )
+        if lost is not None:
             out.append(
                 Finding(
                     "A3",
-                    "load writes nothing over files it could not read",
-                    f"{got}, and load wrote",
+                    f"load's writes leave {lost}'s complete value recoverable",
+                    f"{got}, and load wrote: a fresh load then returned "
+                    f"{self.describe(obs.reloaded or DocObservation(), run)}",
                 )
             )
         leftovers = [
@@ -613,6 +776,72 @@ class DocumentKind:
                     Finding("A5", "a leftover is never read as data", f"load read {read[0]}")
                 )
         return out
+
+    def _newest_saved(self, k: int, state: CrashState, obs: DocObservation, run: Run) -> bool:
+        """Whether the initial value load returned is also the value of a save at least
+        as new as the newest complete generation on disk (begun by crash point ``k``): a
+        last save of ``{}`` loaded as ``{}`` beside an older backup is no reset."""
+        data: _RunData = run.data
+        saves = [s for s in run.steps if s.payload[0] == "save"]
+        order = {s.label: i for i, s in enumerate(saves)}
+        labels = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths and (label := data.blobs.get(blob)) is not None
+        ]
+        if not labels:
+            return False
+        newest = max(order[label] for label in labels)
+        return self._matches(obs, [s.payload[1] for s in saves[newest:] if s.begin <= k])
+
+    def _rolled_back(self, k: int, obs: DocObservation, saves: Sequence[Step]) -> bool:
+        """A recovery (SPEC.md §10, A3 on states): the load returned the last value
+        acknowledged by crash point ``k`` (the initial value when none was) and its writes
+        made that the disk's value (a fresh load returns it again): what SQLite's hot
+        journal rollback does to a save that had not returned. No acknowledged value is
+        lost (A2 promises only those), so the uncommitted generation it undid is none."""
+        again = obs.reloaded
+        if not obs.wrote or obs.error is not None or again is None or again.error is not None:
+            return False
+        acked = [s for s in saves if s.acknowledged_by(k)]
+        if acked:
+            last = acked[-1].payload[1]
+            return self._matches(obs, [last]) and self._matches(again, [last])
+        return self._is_initial(obs) and self._is_initial(again)
+
+    def _lost_generation(
+        self,
+        run: Run,
+        k: int,
+        state: CrashState,
+        obs: DocObservation,
+        saves: Sequence[Step],
+        init: DocObservation,
+    ) -> str | None:
+        """A3 on states (SPEC.md §10): the label of the newest complete generation on
+        disk in ``state`` (a file as an acknowledged save left it, among the files of a
+        crash-free run) that the load's writes made unrecoverable: a fresh load of the
+        disk they left returns neither its value nor a later save's. None when none was
+        on disk (a recovery rolling back an uncommitted change, SQLite's hot journal) or
+        it is still recoverable."""
+        data: _RunData = run.data
+        order = {s.label: i for i, s in enumerate(saves)}
+        labels = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths
+            and not _outside(path, self.base)
+            and (label := data.blobs.get(blob)) is not None
+            and not self._initial_value_is(label, saves, init)
+        ]
+        if not labels:
+            return None
+        newest = max(labels, key=order.__getitem__)
+        later = [s.payload[1] for s in saves[order[newest] :] if s.begin <= k]
+        again = obs.reloaded
+        if again is not None and self._matches(again, later):
+            return None
+        return newest
 
     def _initial_value_is(self, label: str, saves: Sequence[Step], init: DocObservation) -> bool:
         step = next((s for s in saves if s.label == label), None)

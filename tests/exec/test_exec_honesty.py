@@ -1,0 +1,147 @@
+"""``verify --exec`` false alarms of issue 22, through ``main([...])``: Python's
+``tempfile`` probe is not S1 and fresh names are matched (item 1); a load that opens
+its directory to list or fsync it is not "load raised IsADirectoryError" (item 4)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crashpoint._cli import main
+from crashpoint.faultfs._strace import strace_available
+
+PY = sys.executable
+
+SAVE_TEMPFILE = """\
+import os, sys, tempfile
+d, v = sys.argv[1], sys.argv[2]
+tempfile.gettempdir()  # the one-time writability probe, in the real temporary directory
+data = open(v).read()
+fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")  # a random name on every run
+with os.fdopen(fd, "w") as f:
+    f.write(data)
+    f.flush()
+    os.fsync(f.fileno())
+os.rename(tmp, os.path.join(d, "v.json"))
+dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+os.fsync(dfd)
+os.close(dfd)
+"""
+
+SAVE_PLAIN = """\
+import os, sys
+d, v = sys.argv[1], sys.argv[2]
+with open(os.path.join(d, "v.json.tmp"), "w") as f:
+    f.write(open(v).read())
+    f.flush()
+    os.fsync(f.fileno())
+os.rename(os.path.join(d, "v.json.tmp"), os.path.join(d, "v.json"))
+"""
+
+LOAD_PLAIN = """\
+import os, sys
+p = os.path.join(sys.argv[1], "v.json")
+print(open(p).read() if os.path.exists(p) else "null")
+"""
+
+LOAD_LISTING = """\
+import os, sys
+d = sys.argv[1]
+dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)  # opened to fsync it, as SQLite does
+os.fsync(dfd)
+os.close(dfd)
+if "v.json" not in os.listdir(d):
+    print("null")
+else:
+    print(open(os.path.join(d, "v.json")).read())
+"""
+
+
+def _need() -> None:
+    reason = strace_available()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def _verify(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    *args: str,
+    save_code: str = SAVE_TEMPFILE,
+    load_code: str = LOAD_PLAIN,
+) -> tuple[int, dict[str, Any], str]:
+    save, load = tmp_path / "save.py", tmp_path / "load.py"
+    save.write_text(save_code, encoding="utf-8")
+    load.write_text(load_code, encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(
+        [
+            "verify",
+            "--exec",
+            "--save",
+            f"{PY} {save} {{dir}} {{value}}",
+            "--load",
+            f"{PY} {load} {{dir}}",
+            "--out",
+            str(out),
+            *args,
+        ]
+    )
+    captured = capsys.readouterr()
+    written = out / "report.json"
+    rep: dict[str, Any] = (
+        json.loads(written.read_text(encoding="utf-8")) if written.exists() else {}
+    )  # none after a bad target (exit 2)
+    return code, rep, captured.out + captured.err
+
+
+@pytest.mark.exec
+def test_the_tempfile_probe_is_not_an_escape(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _need()
+    code, rep, text = _verify(capsys, tmp_path, "--workload", "first-save", "--model", "ext4")
+    assert code == 0, text
+    assert rep["verdict"] == "clean"
+    assert rep["totals"]["violations"] == 0  # no S1 for the probe
+    assert any("writability probe" in p for p in rep["exec"]["ignored"])
+
+
+@pytest.mark.exec
+def test_a_load_that_opens_lists_and_fsyncs_its_directory_is_judged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _need()
+    code, rep, text = _verify(
+        capsys,
+        tmp_path,
+        "--workload",
+        "first-save",
+        "--model",
+        "ext4",
+        save_code=SAVE_PLAIN,
+        load_code=LOAD_LISTING,
+    )
+    assert code == 1, text  # judged, not refused as a bad target (exit 2)
+    assert rep["verdict"] == "violation"
+    # without a directory fsync, ext4 may lose the rename after the save returned
+    found = {(v["invariant"], s["model"]) for s in rep["scenarios"] for v in s["violations"]}
+    assert ("A2", "ext4") in found
+    assert not any(
+        "IsADirectoryError" in v["load_returned"] for s in rep["scenarios"] for v in s["violations"]
+    )
+
+
+@pytest.mark.exec
+def test_random_tempfile_names_of_faulted_re_runs_are_renamed_not_diverged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _need()
+    _, rep, text = _verify(capsys, tmp_path, "--workload", "first-save", "--faults")
+    assert not any("diverged" in u for u in rep["incomplete"]), text
+    assert rep["scenarios"][0]["faults"] > 0
+    assert rep["renamed"]
+    assert all(p["from"].endswith(".tmp") and p["to"].endswith(".tmp") for p in rep["renamed"])

@@ -1,0 +1,169 @@
+"""Document stores for the false alarms of issue 22 (tests/verify/test_honesty.py).
+
+Each stands for one verdict a maintainer would dispute: a name made up afresh on every
+run, a counter in the bytes, a load that recovers, a last save equal to the initial
+value, a store of one file per key in a subdirectory it lists.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from typing import Any
+
+_COUNTER = itertools.count(1)
+"""Process-wide: every run (the recording and each faulted re-run) draws other numbers."""
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Base:
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, "doc.json")
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+
+class FreshNameStore(_Base):
+    """Durable, but names its temporary file and a scratch directory after a
+    process-wide counter (as a pid or a clock would): every re-run creates other names."""
+
+    def save(self, value: Any) -> None:
+        n = next(_COUNTER)
+        scratch = os.path.join(self.base_dir, f"scratch.{n}")
+        os.mkdir(scratch)
+        tmp = os.path.join(scratch, "doc.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        os.rmdir(scratch)
+        _fsync_dir(self.base_dir)
+
+
+class CounterInDataStore(_Base):
+    """Writes a process-wide counter into the file's bytes (a header): a re-run writes
+    other bytes at the same operation, which no renaming explains."""
+
+    def save(self, value: Any) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"n": next(_COUNTER) % 10, "value": value}))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        found = super().load()
+        return None if found is None else found["value"]
+
+
+class RollbackJournalStore(_Base):
+    """SQLite's rollback journal in miniature: a save first makes the old document (or
+    its absence) durable in ``doc.json.journal`` (written to a temporary file and
+    renamed), then writes the document in place and deletes the journal. A load that
+    finds a journal rolls the uncommitted change back (restores the old document,
+    deletes the journal): a recovery, writing, that loses no complete generation."""
+
+    def _journal(self) -> str:
+        return self.path + ".journal"
+
+    def save(self, value: Any) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                old = {"doc": f.read()}
+        except FileNotFoundError:
+            old = {"doc": None}
+        tmp = self._journal() + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(old))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._journal())
+        _fsync_dir(self.base_dir)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.unlink(self._journal())
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        if os.path.exists(self._journal()):  # a hot journal: roll back
+            with open(self._journal(), encoding="utf-8") as f:
+                old = json.load(f)["doc"]
+            if old is None:
+                if os.path.exists(self.path):
+                    os.unlink(self.path)
+            else:
+                with open(self.path, "w", encoding="utf-8") as f:
+                    f.write(old)
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.unlink(self._journal())
+            _fsync_dir(self.base_dir)
+        return super().load()
+
+
+class BackupStore:
+    """Keeps the previous value as ``doc.json.bak`` (as ``dbm.dumb`` keeps ``.bak``) and
+    replaces the document atomically; load reads the document, else the backup, else
+    returns ``{}``, its initial value. Durable and atomic: a save of ``{}`` after another
+    value leaves ``doc.json`` = ``{}`` beside a complete backup of the older value."""
+
+    def __init__(self, base_dir: str) -> None:
+        self.base_dir = base_dir
+        self.path = os.path.join(base_dir, "doc.json")
+
+    def save(self, value: Any) -> None:
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                old = f.read()
+            with open(self.path + ".bak.tmp", "w", encoding="utf-8") as f:
+                f.write(old)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(self.path + ".bak.tmp", self.path + ".bak")
+        with open(self.path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(self.path + ".tmp", self.path)
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        for path in (self.path, self.path + ".bak"):
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    return json.load(f)
+        return {}
+
+
+class TextStore(_Base):
+    """Saves the value as JSON but loads the file's text: nothing round-trips."""
+
+    def save(self, value: Any) -> None:
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(value))
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None

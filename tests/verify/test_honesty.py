@@ -1,0 +1,184 @@
+"""The false alarms of issue 22, each through ``crashpoint.verify`` or ``main([...])``:
+every test fails on the behaviour before it (a false "not deterministic", a false A3,
+a false bad target ...). Findings are pinned by invariant, model and crash state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import crashpoint
+import honesty_stores
+import pytest
+from crashpoint._cli import main
+
+HERE = Path(__file__).resolve().parent
+STORES = HERE / "honesty_stores.py"
+
+
+def run(capsys: pytest.CaptureFixture[str], out: Path, *args: str) -> tuple[int, str, str]:
+    code = main(["verify", *args, "--out", str(out)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def report(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return data
+
+
+# --- 1. fresh names matched by creation order ----------------------------------------
+
+
+def test_fresh_names_of_a_faulted_re_run_are_matched_onto_the_recording() -> None:
+    result = crashpoint.verify(
+        honesty_stores.FreshNameStore, faults=True, workloads=["first-save", "resize"]
+    )
+    assert result.verdict == "clean", result.unsupported
+    assert not any("diverged" in u for u in result.unsupported)
+    assert sum(r.faults for r in result.results) > 0
+    renamed = [p for r in result.results for p in r.renamed]
+    assert renamed, "the re-runs' names were matched onto the recording's"
+    for pair in renamed:
+        assert pair["from"] != pair["to"]
+        assert pair["from"].rsplit(".", 1)[0] == pair["to"].rsplit(".", 1)[0]  # scratch.N
+
+
+def test_the_renaming_is_in_the_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        capsys, out, f"{STORES}:FreshNameStore", "--faults", "--workload", "first-save"
+    )
+    assert code == 0, stdout
+    rep = report(out)
+    assert rep["verdict"] == "clean" and not rep["incomplete"]
+    assert rep["renamed"] and all(set(p) == {"from", "to"} for p in rep["renamed"])
+    assert rep["scenarios"][0]["renamed"] == rep["renamed"]
+    assert "renamed" in stdout
+
+
+# --- 7. a divergence says what differs -------------------------------------------------
+
+
+def test_a_re_run_writing_other_bytes_diverges_and_says_how() -> None:
+    result = crashpoint.verify(
+        honesty_stores.CounterInDataStore, faults=True, workloads=["resize"], shrink=False
+    )
+    assert result.verdict == "incomplete"
+    diverged = [u for u in result.unsupported if "diverged from its recording" in u]
+    assert diverged
+    assert all("sha256" in u and "first difference at byte" in u for u in diverged)
+
+
+# --- 2. A3 on states: a recovery is not a silent reset ---------------------------------
+
+
+@pytest.mark.parametrize("model", ["process-crash", "ext4"])
+def test_a_load_rolling_back_a_hot_journal_is_a_recovery_not_a_reset(model: str) -> None:
+    result = crashpoint.verify(
+        honesty_stores.RollbackJournalStore,
+        model=model,
+        workloads=["first-save", "resize"],
+        shrink=False,
+    )
+    assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]
+    assert result.verdict == "clean"
+
+
+# --- 3. the last value saved equals the initial value ----------------------------------
+
+
+@pytest.mark.parametrize("model", ["process-crash", "ext4"])
+def test_a_last_save_equal_to_the_initial_value_is_not_a_silent_reset(model: str) -> None:
+    from crashpoint.faultfs import get_model
+    from crashpoint.scenarios.engine.explore import explore_kind
+    from crashpoint.scenarios.kinds.document.kind import DOC_BASE, DocumentKind, DocWorkload
+    from crashpoint.scenarios.targets.user import make_runner
+
+    with make_runner(honesty_stores.BackupStore, DOC_BASE) as runner:
+        doc = DocumentKind(runner, "honesty_stores:BackupStore")
+        workload = DocWorkload("random", ({"a": [1, 2, 3]}, {}))  # the last save is {}
+        result = explore_kind(doc, workload, model=get_model(model), target=doc.target)
+    assert result.crash_points > 0
+    assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]
+
+
+# --- 6. --values: a file, a strategy, a sized callable; the sizes reached ----------------
+
+ROOT = HERE.parent.parent
+EXAMPLES = ROOT / "examples"
+JSONSTORE = EXAMPLES / "stores" / "jsonstore.py"
+
+
+def test_values_from_a_json_file_are_saved_and_their_sizes_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    values = tmp_path / "values.json"
+    listed = [{"n": 1}, {"big": "x" * 5000}, [1, 2, 3], "text", {"n": 2, "pad": "y" * 300}]
+    values.write_text(json.dumps(listed), encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        capsys, out, f"{JSONSTORE}:JsonStore", "--values", str(values), "--workload", "resize"
+    )
+    assert code == 0, stdout
+    rep = report(out)
+    assert rep["values"] == str(values)
+    sizes = rep["value_sizes"]
+    assert sizes["min"] >= len(json.dumps("text")) and sizes["max"] >= 5000
+    assert sizes["boundaries_not_crossed"] == [65536]  # 4096 crossed by the 5000-byte value
+    assert "never crossed: 65536 bytes" in stdout
+
+
+def test_values_from_a_sized_callable_reach_the_sizes_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, _, _ = run(
+        capsys,
+        out,
+        f"{EXAMPLES / 'stores' / 'perkey.py'}:PerKeyStore",
+        "--values",
+        f"{EXAMPLES / 'values.py'}:perkey_values",
+        "--workload",
+        "resize",
+        "--workload",
+        "first-save",
+    )
+    rep = report(out)
+    assert code == 1  # judged (a mix of two saves' keys), not refused
+    assert rep["value_sizes"]["max"] > 4096 and rep["value_sizes"]["boundaries_not_crossed"] == [
+        65536
+    ]
+
+
+@pytest.mark.parametrize(
+    "values",
+    ["no-such-strategy", "missing.json", "examples/values.py:nothing", "tests/verify:x"],
+)
+def test_bad_values_are_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, values: str
+) -> None:
+    out = tmp_path / "out"
+    code, stdout, err = run(capsys, out, f"{JSONSTORE}:JsonStore", "--values", values)
+    assert code == 2
+    assert "Traceback" not in err + stdout
+    assert "--values" in err
+    assert not out.exists()
+
+
+def test_a_bad_values_file_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "v.json"
+    bad.write_text('{"not": "a list"}', encoding="utf-8")
+    code, _, err = run(capsys, tmp_path / "out", f"{JSONSTORE}:JsonStore", "--values", str(bad))
+    assert code == 2 and "no non-empty JSON list" in err
+
+
+def test_a_value_that_does_not_round_trip_is_shown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, tmp_path / "out", f"{STORES}:TextStore", "--workload", "first-save")
+    assert code == 2
+    assert "saved {'generation': 0" in err and 'load returned \'{"generation": 0' in err
