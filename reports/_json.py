@@ -31,6 +31,11 @@ Shape (keys are a contract; acceptance checks read them)::
 onto the name its recording created at the same position (FAULT-MODEL.md §4): the re-run
 is judged as the recording's repetition under that renaming.
 
+``verify`` adds (among others) ``"workload_bounds"``: ``{workload: {"saves",
+"value_bytes"}}`` (the most saves of one run, the largest value in UTF-8 JSON bytes;
+``random`` also ``"max_saves"``, the search's bound, and ``"examples"``): the verdict's
+reach, said next to it (issue 22).
+
 A *hypothetical* finding (FAULT-MODEL.md §3) is reachable only through a model's device
 options (``--atomic-write`` below the block, ``--drive-ignores-flush``): it is listed in
 its scenario's ``hypothetical`` (at most MAX_LISTED) and counted in
@@ -271,6 +276,7 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
         "values": result.values,
         "value_sizes": dict(result.value_sizes),
         "shrunk": dict(result.shrunk),
+        "workload_bounds": {k: dict(v) for k, v in result.workload_bounds.items()},
         "leftover_states": result.leftovers,
         "warnings": [violation_dict(c) for c in result.warnings[:25]],
         "warning_count": len(result.warnings),

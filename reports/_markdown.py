@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._publish import write_text
-from ._terminal import hypothetical_line, model_line
+from ._terminal import bounds_line, hypothetical_line, model_line
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -48,6 +48,9 @@ def _verify_md(report: Mapping[str, Any]) -> list[str]:
         "",
         f"- kind `{report['kind']}`, target run {report['mode']}; seed {report['seed']}",
     ]
+    covered = bounds_line(report)
+    if covered is not None:
+        out.append(f"- {covered}")
     if report.get("incomplete"):
         out.append(
             "- **incomplete**: calls the model cannot represent: "
@@ -135,7 +138,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     if t.get("cut"):
         out += [
             f"bounded: {t['cut']} combinations not explored (an upper bound on the distinct "
-            "crash states left out; this run is not exhaustive).",
+            "crash states left out: not every crash state of these workloads was explored).",
             "",
         ]
     out += [

@@ -150,6 +150,7 @@ def shard_section(
             values=verify.values,
             value_sizes=dict(verify.value_sizes),
             shrunk=dict(verify.shrunk),
+            workload_bounds=dict(verify.workload_bounds),
             leftover_ids=sorted(verify.leftover_ids),
             conformance=list(verify.conformance),
             canary=list(verify.canary),
@@ -259,6 +260,7 @@ def merge_shards(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> MergedRun:
             value_sizes=dict(s0.get("value_sizes") or {}),
             conformance=list(s0["conformance"]),
             run_id=run.run_id,
+            workload_bounds=dict(s0.get("workload_bounds", {})),
         )
         for s in sections:
             result.leftover_ids |= set(s["leftover_ids"])

@@ -10,7 +10,37 @@ from rich.table import Table
 
 from ..scenarios.engine.explore import got_label
 
-__all__ = ["hypothetical_line", "model_line", "print_summary", "print_zoo"]
+__all__ = ["bounds_line", "hypothetical_line", "model_line", "print_summary", "print_zoo"]
+
+
+def bounds_line(report: Mapping[str, Any]) -> str | None:
+    """What the verdict covers, said next to it (issue 22): each workload's saves and
+    largest value (``workload_bounds``), and whether every crash state of these
+    workloads was explored (never "exhaustive" alone: other workloads may break the
+    store). None for a report without ``workload_bounds`` (explore's)."""
+    bounds = report.get("workload_bounds")
+    if not bounds:
+        return None
+    parts = []
+    for name, b in bounds.items():
+        saves = b.get("saves", 0)
+        if "max_saves" in b:
+            parts.append(
+                f"{name} ({b.get('examples', 0)} examples, at most {b['max_saves']} saves each) "
+                f"values up to {b.get('value_bytes', 0):,} bytes"
+            )
+        else:
+            parts.append(
+                f"{name} {saves} save{'s' if saves != 1 else ''}, values up to "
+                f"{b.get('value_bytes', 0):,} bytes"
+            )
+    cut = report.get("totals", {}).get("cut", 0)
+    covered = (
+        "every crash state of these workloads was explored under the models named"
+        if not cut
+        else f"not every crash state of these workloads was explored ({cut} combinations cut)"
+    )
+    return f"workloads: {'; '.join(parts)}: {covered} (values are UTF-8 JSON bytes)"
 
 
 def hypothetical_line(report: Mapping[str, Any]) -> str:
@@ -75,10 +105,14 @@ def print_summary(
         console.print(f"models: {'; '.join(assumed)}", highlight=False, soft_wrap=True)
     if t.get("hypothetical"):
         console.print(hypothetical_line(report), highlight=False, soft_wrap=True, markup=False)
+    covered = bounds_line(report)
+    if covered is not None:
+        console.print(covered, highlight=False, soft_wrap=True, markup=False)
     if t.get("cut"):
         console.print(
             f"[yellow]bounded: {t['cut']} combinations not explored[/] (an upper bound on the "
-            "distinct crash states left out; this run is not exhaustive)",
+            "distinct crash states left out: not every crash state of these workloads was "
+            "explored)",
             highlight=False,
             soft_wrap=True,
         )

@@ -42,6 +42,11 @@ class VerifyResult:
     conformance: list[dict[str, Any]] = field(default_factory=list)
     leftover_ids: set[str] = field(default_factory=set, repr=False)
     canary: list[str] = field(default_factory=list)  # real-disk changes seen (faultfs/_canary)
+    workload_bounds: dict[str, dict[str, int]] = field(default_factory=dict)
+    """What each workload reached, by name (document): ``saves`` (the most saves of one
+    run), ``value_bytes`` (the largest value, UTF-8 JSON bytes) and, for ``random``,
+    ``max_saves`` (the search's bound) and ``examples`` (report key
+    ``workload_bounds``)."""
     run_id: str = ""
     """The run's id (:func:`~crashpoint.scenarios.jobs.plan.run_id`): its shards share it."""
 

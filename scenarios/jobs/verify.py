@@ -44,6 +44,7 @@ from ..kinds.document.kind import (
     DocWorkload,
     json_parses,
     parse_sizes,
+    value_bytes,
 )
 from ..kinds.registry import KindEntry, register_kind
 from ..kinds.state_storage.conformance import selected_workloads, storage_target
@@ -219,6 +220,7 @@ def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
                         shrink=shrink,
                         shrunk=result.shrunk,
                         shard=shard,
+                        bounds=result.workload_bounds,
                     )
                 )
         result.leftover_ids = set(doc.leftovers)
@@ -281,6 +283,7 @@ def _verify_parallel(
     for part in parts[1:]:
         merged.results += part.results
         merged.shrunk.update(part.shrunk)
+        merged.workload_bounds.update(part.workload_bounds)
         merged.leftover_ids |= part.leftover_ids
         merged.value_sizes = merge_value_sizes(merged.value_sizes, part.value_sizes)
     merged.leftovers = len(merged.leftover_ids)
@@ -361,11 +364,17 @@ def _verify_workload(
     shrink: bool,
     shrunk: dict[str, str],
     shard: tuple[int, int] | None = None,
+    bounds: dict[str, dict[str, int]] | None = None,
 ) -> EngineResult:
+    reached = {"saves": 0, "value_bytes": 0}
     if wname.split(":", 1)[0] == "random":
-        workload, searched = _search_random(doc, model, examples)
+        workload, searched = _search_random(doc, model, examples, reached)
+        reached.update(max_saves=RANDOM_SAVES, examples=examples)
     else:
         workload, searched = doc.workload(wname), None
+        _reach(reached, workload.values)
+    if bounds is not None:
+        bounds.setdefault(wname, reached)
     result = _explore(
         doc, workload, model, faults=faults, crash_point=crash_point, fault=fault, shard=shard
     )
@@ -507,8 +516,21 @@ def _shrink(
     return workload.keep(keep)
 
 
+RANDOM_SAVES = 6
+"""The most saves of one ``random`` workload (hypothesis draws 1 to 6)."""
+
+
+def _reach(reached: dict[str, int], values: Sequence[Any]) -> None:
+    """Count ``values`` (one workload's saves) into ``reached``."""
+    reached["saves"] = max(reached["saves"], len(values))
+    reached["value_bytes"] = max([reached["value_bytes"], *map(value_bytes, values)])
+
+
 def _search_random(
-    doc: DocumentKind, model: PersistenceModel, examples: int
+    doc: DocumentKind,
+    model: PersistenceModel,
+    examples: int,
+    reached: dict[str, int] | None = None,
 ) -> tuple[DocWorkload, EngineResult]:
     """Hypothesis draws lists of values and shrinks a failing one to the fewest,
     simplest saves (``find``, seeded: the same seed finds the same workload).
@@ -525,6 +547,8 @@ def _search_random(
 
     def fails(values: list[Any]) -> bool:
         last[:] = values
+        if reached is not None:
+            _reach(reached, values)
         r = explore_kind(
             doc,
             DocWorkload("random", tuple(values)),
@@ -544,7 +568,7 @@ def _search_random(
 
     try:
         found = find(
-            st.lists(doc.strategy, min_size=1, max_size=6),
+            st.lists(doc.strategy, min_size=1, max_size=RANDOM_SAVES),
             fails,
             settings=settings(
                 max_examples=max(1, examples),

@@ -200,3 +200,31 @@ def test_shrinking_keeps_each_invariant_with_its_own_smallest_workload() -> None
     assert len(by_inv["A1"].split(":")[1].split(",")) == 1
     assert len(by_inv["A2"].split(":")[1].split(",")) >= 7
     assert result.shrunk["ten-saves (process-crash) A2"] == by_inv["A2"]
+
+
+def test_the_random_workloads_bounds_stand_next_to_the_verdict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = _cli(
+        capsys,
+        tmp_path,
+        f"{STORES}:SoundStore",
+        "--workload",
+        "first-save",
+        "--workload",
+        "random",
+        "--examples",
+        "3",
+    )
+    rep = _report(tmp_path)
+    assert code == 0 and rep["verdict"] == "clean"
+    bounds = rep["workload_bounds"]
+    assert bounds["first-save"]["saves"] == 1 and bounds["first-save"]["value_bytes"] > 0
+    assert bounds["random"]["max_saves"] == 6 and bounds["random"]["examples"] == 3
+    assert 1 <= bounds["random"]["saves"] <= 6 and bounds["random"]["value_bytes"] > 0
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for text in (out, md):
+        line = next(x for x in text.splitlines() if "workloads:" in x)
+        assert "random (3 examples, at most 6 saves each)" in line
+        assert "every crash state of these workloads" in line
+        assert "exhaustive" not in text.replace("every crash state of these workloads", "")
