@@ -90,6 +90,11 @@ class StateStorage(Protocol):
         """``load``, or a fresh saved state when (and only when) the session is not found."""
 
 
+_VANISHED_RETRIES = 3
+"""Reads of a load whose file vanished between its existence check and its read (a
+concurrent writer's rotation) before the load fails with state_load_failed."""
+
+
 def _not_found(session_id: str) -> StateError:
     return StateError(ErrorCode.SESSION_NOT_FOUND, f"no session {redact(session_id)}")
 
@@ -419,6 +424,21 @@ class FileStateStorage:
     # the session id, the options and what it reads through ``fs``; it writes nothing and
     # changes no attribute (scenarios/_explore.py, _LoadMemo). Keep it so.
     def load(self, session_id: str) -> AgentState:
+        # A file seen to exist that is gone when read was moved by another writer's
+        # rotation (main -> bak, tmp -> main: SPEC.md §6 "concurrent writers"; load takes
+        # no lock): read again, a bounded number of times, instead of failing the load
+        # (found by issue 25's save-while-load, R2). The seed reads once.
+        for _ in range(_VANISHED_RETRIES if self.strict else 0):
+            try:
+                return self._load_once(session_id)
+            except StateError as exc:
+                if exc.code != ErrorCode.STATE_LOAD_FAILED or not isinstance(
+                    exc.cause, FileNotFoundError
+                ):
+                    raise
+        return self._load_once(session_id)
+
+    def _load_once(self, session_id: str) -> AgentState:
         main = self.path(session_id)
         bak = main + ".bak"
         fs = self.fs
