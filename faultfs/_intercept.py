@@ -1387,11 +1387,17 @@ class _FakeTime:
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
 
+    def _outsider(self) -> bool:
+        """A thread that is neither the target's nor an actor's (pytest-xdist's, a
+        progress line's): it reads the real clocks, so it never advances the seeded one
+        and a re-run reads the same times (FAULT-MODEL.md §4)."""
+        return self._i.actors is None and threading.get_ident() != self._i.thread
+
     def time(self) -> float:
-        return self._i.now_ns() / 1e9
+        return time.time() if self._outsider() else self._i.now_ns() / 1e9
 
     def time_ns(self) -> int:
-        return self._i.now_ns()
+        return time.time_ns() if self._outsider() else self._i.now_ns()
 
     # The monotonic clocks are seeded and virtual (issue 22); under a scheduler of actors
     # (faultfs/_actors.py, issue 25) they and sleeping are the scheduler's: a poll loop
@@ -1400,11 +1406,12 @@ class _FakeTime:
         actors = self._i.actors
         if actors is not None:
             return int(actors.monotonic() * 1e9)
+        if threading.get_ident() != self._i.thread:
+            return time.monotonic_ns()
         return self._i.clock.monotonic_ns()
 
     def monotonic(self) -> float:
-        actors = self._i.actors
-        return actors.monotonic() if actors is not None else self._i.clock.monotonic_ns() / 1e9
+        return self.monotonic_ns() / 1e9
 
     def perf_counter_ns(self) -> int:
         return self.monotonic_ns()
