@@ -8,9 +8,14 @@ the ones the model's recording acknowledged before N. Kills aimed into large wri
 (states over 1 MiB) must leave the write whole, absent, or cut at a page boundary
 (FAULT-MODEL.md §2: "a write is not one instant").
 
+The 33 I/O patterns of the power-cut suite (``reality_patterns.py``, issue 20) are
+killed the same way after every operation, their states judged against
+``process-crash`` (about 160 kills).
+
 The default run (``-m reality``) kills every crash point of every catalogue storage
-workload once per target (about 620 kills, seconds) and aims 8 kills into each large
-write; ``CRASHPOINT_REALITY_LONG=1`` kills every point three times and aims 60.
+workload once per target (about 620 kills, seconds) and of every pattern, and aims 8
+kills into each large write; ``CRASHPOINT_REALITY_LONG=1`` kills every point three times
+and aims 60.
 """
 
 from __future__ import annotations
