@@ -280,7 +280,9 @@ def _fallocated(path: str, size: int) -> Script:
 
 def _same_tick_overwrite(fs: FileSystem) -> None:
     """An overwrite fsynced, a rename, then a second overwrite of the same file in the
-    same timestamp tick (on ext4 the inode is not dirtied again) and its fsync."""
+    same timestamp tick (on ext4 the inode is not dirtied again) and its fsync. The same
+    tick is likely, not certain: the first fsync and the rename must take less than a
+    tick of the coarse clock (a jiffy); a later tick makes this the plain overwrite case."""
     fs.write("/base/f", 0, NEW)
     fs.fsync("/base/f")
     fs.rename("/base/a", "/base/b")
