@@ -283,6 +283,15 @@ class KillingFileSystem:
     def fsync_dir(self, path: str) -> None:
         self._op("fsync_dir", lambda: self.inner.fsync_dir(path), path)
 
+    def fdatasync(self, path: str) -> None:
+        self._op("fdatasync", lambda: self.inner.fdatasync(path), path)
+
+    def rmdir(self, path: str) -> None:
+        self._op("rmdir", lambda: self.inner.rmdir(path), path)
+
+    def link(self, src: str, dst: str) -> None:
+        self._op("link", lambda: self.inner.link(src, dst), src, dst)
+
     def read(self, path: str) -> bytes:
         return self.inner.read(path)
 
@@ -332,7 +341,9 @@ def _syncfs(path: str) -> None:
 
 
 def run_child(job: dict[str, Any]) -> None:
-    """The forked child: set up, run the workload, die by SIGKILL (never returns)."""
+    """The forked child: set up, run the workload, die by SIGKILL (never returns).
+    A ``pattern`` job runs that I/O pattern of ``reality_patterns.py`` (its setup done
+    by the parent) with its ``open(2)`` flags instead of a workload and a target."""
     signal.alarm(60)  # a child that fails to die is killed by SIGALRM: a visible error
     report = os.open(job["report"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
@@ -340,6 +351,22 @@ def run_child(job: dict[str, Any]) -> None:
         os.write(report, (line + "\n").encode())
 
     root = job["root"]
+    if "pattern" in job:
+        from reality_patterns import BY_NAME, FlaggedFileSystem  # imports this module
+
+        pattern = BY_NAME[job["pattern"]]
+        emit("start")
+        pattern.run(
+            KillingFileSystem(
+                FlaggedFileSystem(root, pattern.flags),
+                emit,
+                kill_at=job["kill_at"],
+                aim_at=None,
+                delay=0.0,
+            )
+        )
+        emit("end")
+        os.kill(os.getpid(), signal.SIGKILL)
     os.makedirs(root + "/data", exist_ok=True)  # the harness's root directory /data
     fs = RootedFileSystem(root)
     wl = workload(job["workload"])

@@ -8,9 +8,14 @@ the ones the model's recording acknowledged before N. Kills aimed into large wri
 (states over 1 MiB) must leave the write whole, absent, or cut at a page boundary
 (FAULT-MODEL.md §2: "a write is not one instant").
 
+The 33 I/O patterns of the power-cut suite (``reality_patterns.py``, issue 20) are
+killed the same way after every operation, their states judged against
+``process-crash`` (about 160 kills).
+
 The default run (``-m reality``) kills every crash point of every catalogue storage
-workload once per target (about 620 kills, seconds) and aims 8 kills into each large
-write; ``CRASHPOINT_REALITY_LONG=1`` kills every point three times and aims 60.
+workload once per target (about 620 kills, seconds) and of every pattern, and aims 8
+kills into each large write; ``CRASHPOINT_REALITY_LONG=1`` kills every point three times
+and aims 60.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crashpoint.faultfs import PROCESS_CRASH, OpKind
-from reality_driver import MIB, process_crash_unavailable, read_tree
+from crashpoint.faultfs import PROCESS_CRASH, OpKind, crash_points
+from reality_driver import MIB, RootedFileSystem, process_crash_unavailable, read_tree
 from reality_helpers import (
     LONG,
     STORAGE_SCENARIOS,
@@ -32,8 +37,10 @@ from reality_helpers import (
     Tally,
     child_marks,
     child_ops,
+    model_ops,
     partial_write_rule,
 )
+from reality_patterns import PATTERNS, trace
 
 pytestmark = [pytest.mark.reality]
 
@@ -161,3 +168,49 @@ def test_a_wrong_model_is_caught(driver: Any, tmp_path: Path) -> None:
     assert not right.outside
     assert differ > 0 and len(wrong.outside) == differ
     assert marks_differ > 0 and len(wrong.disagreements) == marks_differ
+
+
+def test_power_cut_patterns_killed_after_every_operation(driver: Any, tmp_path: Path) -> None:
+    """The I/O patterns of the power-cut suite (``reality_patterns.py``: page overwrites,
+    fdatasync, truncation, hard links, rmdir, directory renames, O_APPEND and O_DIRECT
+    writes) killed by a real SIGKILL after every operation N in a plain directory: the
+    directory must be ``process-crash``'s one state at crash point N (every completed
+    operation, nothing else), and the operations the child reports the model's first N."""
+    tally = Tally(
+        "process-crash, the power-cut suite's I/O patterns, kill after every operation", "kills"
+    )
+    wrong = Tally("a wrong model: the patterns judged at the next crash point", "kills")
+    differ = 0  # points whose prefix state (the one a kill leaves) the next point lacks
+    for rep in range(REPEATS):
+        for pattern in PATTERNS:
+            n_ops: int | None = None
+            n = 0
+            while n_ops is None or n <= n_ops:
+                root = tmp_path / f"{pattern.name}-{rep}-{n}"
+                root.mkdir()
+                pattern.setup(RootedFileSystem(str(root)))
+                initial = read_tree(str(root))
+                ops = trace(pattern, initial)
+                n_ops = len(ops)
+                what = f"{pattern.name}, SIGKILL after operation {n} of {n_ops}"
+                lines = driver.run(
+                    {
+                        "pattern": pattern.name,
+                        "root": str(root),
+                        "kill_at": n,
+                        "report": str(tmp_path / "report"),
+                    }
+                )
+                points = list(crash_points(PROCESS_CRASH, initial, ops, points={n, n + 1}))
+                point, observed = points[0], read_tree(str(root))
+                tally.judge(what, observed, point.states, cut=point.cut)
+                if len(points) == 2:  # the comparison can fail: the next point's states
+                    there = points[1].states
+                    differ += point.states[0] not in set(there)
+                    wrong.judge(f"{what}, judged as {n + 1}", observed, there)
+                tally.agree(what, child_ops(lines), model_ops(ops[:n]), "operations")
+                shutil.rmtree(root)
+                n += 1
+    assert len(PATTERNS) >= 33, "the suite's patterns (issue 20: about 33)"
+    assert differ > 0 and len(wrong.outside) == differ, "a wrong model must be caught"
+    tally.check()
