@@ -5,11 +5,11 @@ and ``OmegaConf.to_container(OmegaConf.load(path))``.
 ``with io.open(os.path.abspath(f), "w", encoding="utf-8") as file: file.write(data)``:
 the YAML file is truncated and rewritten in place, never fsynced. ``OmegaConf.load``
 of an empty file gives an empty ``DictConfig``. Values: flat string maps (YAML keys
-and values that round-trip as strings).
+and values that round-trip as strings), named by the factory's ``crashpoint_values``.
 
 Usage::
 
-    crashpoint verify examples/libraries/omegaconf_target.py:factory --values flat-strings --model all --faults
+    crashpoint verify examples/libraries/omegaconf_target.py:factory --model all --faults
 """
 
 from __future__ import annotations
@@ -42,3 +42,6 @@ class OmegaConfDocument:
 def factory(base_dir: str) -> OmegaConfDocument:
     """``base_dir/config.yaml`` through OmegaConf."""
     return OmegaConfDocument(base_dir)
+
+
+factory.crashpoint_values = "flat-strings"  # type: ignore[attr-defined]
