@@ -33,9 +33,11 @@ class OmegaConfDocument:
         OmegaConf.save(OmegaConf.create(value), self.path)
 
     def load(self) -> Any:
-        """The saved config as plain containers, or None before the first save."""
+        """The saved config as plain containers; before the first save the empty config
+        (``OmegaConf.create()``) an application starts from, which is also what
+        ``OmegaConf.load`` makes of an empty file."""
         if not os.path.exists(self.path):
-            return None
+            return OmegaConf.to_container(OmegaConf.create())
         return OmegaConf.to_container(OmegaConf.load(self.path))
 
 
