@@ -266,3 +266,39 @@ def test_configobj_a_power_cut_after_write_leaves_a_zero_filled_config() -> None
     assert zeros
     with pytest.raises(configobj.ConfigObjError):
         configobj.ConfigObj(zeros[0].decode("utf-8").splitlines())
+
+
+# --- issue 22: pickledb 0.9.2 and OmegaConf ---------------------------------------------
+
+
+def test_pickledb_092_dump_truncates_in_place_and_a_kill_leaves_an_unloadable_database() -> None:
+    """A2 under process-crash. pickledb 0.9.2's ``dump`` is ``json.dump(self.db,
+    open(self.loco, 'wt'))`` (pickledb.py:92, then the same in a ``Thread``): the open
+    truncates ``pickle.db`` in place before the JSON is written. Killed in between, the
+    file is empty, and ``pickledb.load`` (``json.load(open(...))`` whenever the file
+    exists, pickledb.py:102) raises, so the previous acknowledged value is gone."""
+    need("pickledb")
+    s, result = verify("pickledb_target.py:factory", workloads=["resize"], shrink=False)
+    hits = [c for c in found(result, "A2", "process-crash") if c.crash_state]
+    assert hits
+    states = [crash_state(s, c) for c in hits[:6]]
+    empty = [(files, run) for files, run, _ in states if files.get("pickle.db") == b""]
+    assert empty, [f for f, _, _ in states]
+    assert empty[0][1].steps[0].error is None  # a save was acknowledged before
+
+
+def test_omegaconf_save_truncates_in_place_and_a_kill_resets_the_config() -> None:
+    """A2 under process-crash. ``OmegaConf.save`` is ``with io.open(path, "w") as file:
+    file.write(data)`` (omegaconf/omegaconf.py:223): the open truncates config.yaml and
+    the YAML follows. Killed in between, the file is empty, which ``OmegaConf.load``
+    reads as an empty config without an error (``yaml.load`` gives None, and
+    ``OmegaConf.create()`` an empty ``DictConfig``): the acknowledged config is silently
+    gone."""
+    need("omegaconf")
+    s, result = verify("omegaconf_target.py:factory", workloads=["save-after-failure"])
+    hits = [c for c in found(result, "A2", "process-crash") if c.crash_state]
+    assert hits
+    states = [crash_state(s, c) for c in hits[:6]]
+    empty = [(files, run) for files, run, _ in states if files == {"config.yaml": b""}]
+    assert empty, [f for f, _, _ in states]
+    assert empty[0][1].steps[0].error is None  # a save was acknowledged before
