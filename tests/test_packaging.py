@@ -6,6 +6,7 @@ These read the *installed* metadata and files, so they check the wheel CI instal
 
 from __future__ import annotations
 
+import pathlib
 import re
 from importlib import metadata, resources
 
@@ -47,3 +48,28 @@ def test_list_says_where_the_documents_are(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.split()[:1] == ["SPEC.md"])
     assert str(resources.files("crashpoint.docs") / "SPEC.md") in line
+
+
+def test_every_subpackage_of_the_source_is_listed_for_installation() -> None:
+    # a folder with an __init__.py missing from pyproject's `packages` is left out of
+    # the wheel: the editable install imports it, the installed package does not
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    mapping = {
+        "cli": "crashpoint",
+        "core": "crashpoint.core",
+        "faultfs": "crashpoint.faultfs",
+        "scenarios": "crashpoint.scenarios",
+        "reports": "crashpoint.reports",
+    }
+    missing = []
+    for folder, name in mapping.items():
+        for init in (root / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(root / folder).parts
+            dotted = ".".join((name, *rel))
+            if dotted not in listed:
+                missing.append(dotted)
+    assert not missing, missing
