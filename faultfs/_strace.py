@@ -423,6 +423,7 @@ class StraceReplay:
     mismatched: list[str] = field(default_factory=list)
     mapped: list[str] = field(default_factory=list)
     _locks: dict[str, int] = field(default_factory=dict)
+    _synced: dict[int, str] = field(default_factory=dict)  # tfd -> "fsync"/"fdatasync"
     _procs: dict[int, _Proc] = field(default_factory=dict)
     _table: DescriptorTable | None = None
 
@@ -552,6 +553,14 @@ class StraceReplay:
                 tfd = tab.open(mpath, flags) if self.fs.exists(mpath) else None
             else:
                 tfd = tab.open(mpath, flags)
+            if tfd is not None:
+                # O_SYNC / O_DSYNC: each write is durable on return, as if followed by
+                # fsync / fdatasync (open(2); liblmdb writes its meta page so)
+                self._synced.pop(tfd, None)
+                if flags & os.O_SYNC == os.O_SYNC:
+                    self._synced[tfd] = "fsync"
+                elif flags & os.O_DSYNC:
+                    self._synced[tfd] = "fdatasync"
             if c.result >= 0:
                 self._set(proc, c.result, _Fd(tfd, cloexec))
             return
@@ -574,6 +583,11 @@ class StraceReplay:
                 tab.write(entry.tfd, data)  # (pwritev2 at offset -1: the file offset, moved)
             else:
                 tab.pwrite(entry.tfd, data, _int(a[3]))
+            synced = self._synced.get(entry.tfd)
+            if synced == "fsync":
+                tab.fsync(entry.tfd)
+            elif synced == "fdatasync":
+                tab.fdatasync(entry.tfd)
             return
         if name in ("lseek", "read", "readv"):
             # the kernel's answer is the offset (lseek) or how far it moved (reads)

@@ -268,6 +268,26 @@ def test_fdatasync_and_fsync_are_distinct_barriers(tmp_path: Path) -> None:
     ]
 
 
+def test_writes_through_o_dsync_and_o_sync_descriptors_are_durable_on_return(
+    tmp_path: Path,
+) -> None:
+    # open(2): with O_DSYNC a write returns once its data is durable (as fdatasync),
+    # with O_SYNC as fsync; liblmdb writes its meta page through such a descriptor
+    r = same(
+        tmp_path,
+        """
+        fd = os.open(p("meta"), os.O_RDWR | os.O_CREAT | os.O_DSYNC, 0o644)
+        os.pwrite(fd, b"meta page", 0)
+        os.close(fd)
+        fd = os.open(p("log"), os.O_WRONLY | os.O_CREAT | os.O_SYNC, 0o644)
+        os.write(fd, b"record")
+        os.close(fd)
+        """,
+    )
+    kinds = [k for k in r.kinds() if k in (OpKind.WRITE, OpKind.FSYNC, OpKind.FDATASYNC)]
+    assert kinds == [OpKind.WRITE, OpKind.FDATASYNC, OpKind.WRITE, OpKind.FSYNC]
+
+
 def test_sync_file_range_is_no_barrier(tmp_path: Path) -> None:
     r = same(
         tmp_path,
