@@ -182,28 +182,3 @@ def swallowing_state_storage(base_dir: str) -> Any:
                 super().save(state)
 
     return Swallowing(OsFileSystem(), base_dir, sync="full", ended_marker="scoped")
-
-
-class CacheDirStore(_Base):
-    """pytest's cache in small: a constant README written once, then the value file,
-    atomically (tmp + fsync + rename + directory fsync). A crash between the two leaves
-    the README alone: load rightly returns the initial value (no value is on disk)."""
-
-    def save(self, value: Any) -> None:
-        readme = os.path.join(self.base_dir, "README.md")
-        if not os.path.exists(readme):
-            with open(readme, "w", encoding="utf-8") as f:
-                f.write("# a cache directory\n")
-                f.flush()
-                os.fsync(f.fileno())
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(value, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(self.base_dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -206,14 +206,3 @@ def test_a_state_storage_whose_save_swallows_state_error_breaks_recoverability(
     assert scenario["model"] == "process-crash"
     # the refused save returned as if done: a load after it finds no session (R1)
     assert "R1" in scenario["killed_by"]
-
-
-def test_a_constant_file_written_before_the_value_is_no_complete_value_on_disk() -> None:
-    # pytest's cache writes README.md before the value file: a crash between the two
-    # leaves no value on disk, so a load returning the initial value is no silent reset
-    # (A3 counted the README as save#0's complete generation)
-    result = crashpoint.verify(
-        honesty_stores.CacheDirStore, model="all", workloads=["first-save", "resize"]
-    )
-    assert "A3" not in result.killed_by(), [c.render() for c in result.counterexamples][:1]
-    assert result.verdict == "clean"

@@ -376,9 +376,6 @@ class _RunData:
     """Document facts of one recorded run."""
 
     blobs: dict[bytes, str] = field(default_factory=dict)
-    generations: dict[str, dict[str, bytes]] = field(default_factory=dict)
-    """Each acknowledged save's label → the files it changed, with their bytes: a
-    generation is complete on disk only when all of them are there as it left them."""
     final_paths: frozenset[str] = frozenset()
     initial_paths: frozenset[str] = frozenset()
 
@@ -610,11 +607,9 @@ class DocumentKind:
             steps.append(step)
             if step.error is None:  # a complete generation: what an acknowledged save left
                 old = dict(before.files)
-                changed = data.generations.setdefault(label, {})
                 for path, blob in fs.crash_state().files:
                     if old.get(path) != blob and blob:
                         data.blobs.setdefault(blob, label)
-                        changed[path] = blob
             if step.error is not None:
                 # "later saves and loads work" (A4): the same process loads at once.
                 load = Step(f"load after {label}", rec.op_count)
@@ -734,7 +729,14 @@ class DocumentKind:
                 out.append(
                     Finding("A4", f"{before} or {failed.label}'s own value after it failed", got)
                 )
-        on_disk = self._complete_generations(data, state, saves, init)
+        on_disk = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths
+            and not _outside(path, self.base)
+            and (label := data.blobs.get(blob)) is not None
+            and not self._initial_value_is(label, saves, init)
+        ]
         rolled_back = self._rolled_back(k, obs, saves)
         if (
             is_initial
@@ -824,7 +826,14 @@ class DocumentKind:
         it is still recoverable."""
         data: _RunData = run.data
         order = {s.label: i for i, s in enumerate(saves)}
-        labels = self._complete_generations(data, state, saves, init)
+        labels = [
+            label
+            for path, blob in state.files
+            if path in data.final_paths
+            and not _outside(path, self.base)
+            and (label := data.blobs.get(blob)) is not None
+            and not self._initial_value_is(label, saves, init)
+        ]
         if not labels:
             return None
         newest = max(labels, key=order.__getitem__)
@@ -833,30 +842,6 @@ class DocumentKind:
         if again is not None and self._matches(again, later):
             return None
         return newest
-
-    def _complete_generations(
-        self, data: _RunData, state: CrashState, saves: Sequence[Step], init: DocObservation
-    ) -> list[str]:
-        """The labels of the acknowledged saves whose generation is complete in
-        ``state`` (every file the save changed holds what it left: a constant file such
-        as pytest's cache README, written once, is no value on disk), in file order; a
-        save whose value is the initial value is left out."""
-        files = dict(state.files)
-        out: list[str] = []
-        for path, blob in state.files:
-            label = data.blobs.get(blob)
-            if (
-                label is None
-                or path not in data.final_paths
-                or _outside(path, self.base)
-                or label in out
-                or self._initial_value_is(label, saves, init)
-            ):
-                continue
-            changed = data.generations.get(label, {})
-            if all(files.get(p) == b for p, b in changed.items()):
-                out.append(label)
-        return out
 
     def _initial_value_is(self, label: str, saves: Sequence[Step], init: DocObservation) -> bool:
         step = next((s for s in saves if s.label == label), None)
