@@ -272,15 +272,9 @@ class Classified:
 # Findings the --exec replay makes by not modelling a call the engine relies on, named:
 # (engine, config, invariant) -> why. Counted as ``unjudged``, never a finding; each goes
 # when the replay models the call (the strace runner's issue, 23).
-REPLAY_GAPS: dict[tuple[str, str, str], str] = {
-    # liblmdb mdb_env_open opens a second descriptor on data.mdb with O_DSYNC (env->me_mfd)
-    # and, unless MDB_NOSYNC/MDB_NOMETASYNC, mdb_env_write_meta writes the meta page through
-    # it with no fsync after: that write is durable on return. strace shows
-    # openat(data.mdb, O_WRONLY|O_DSYNC) then pwrite64(meta, 120 bytes); the replay treats
-    # it as a plain pending write, so a power loss "loses" the committed meta: a false A2.
-    ("lmdb", "default", "A2"): "the meta page is written through an O_DSYNC descriptor, "
-    "durable on return; the replay does not model O_DSYNC (issue 23)",
-}
+REPLAY_GAPS: dict[tuple[str, str, str], str] = {}
+"""Findings the strace replay cannot yet back, by (engine, configuration, invariant): not
+judged. Empty since the replay models O_DSYNC/O_SYNC descriptors (liblmdb's meta page)."""
 
 
 DATA_FILES: dict[str, str] = {

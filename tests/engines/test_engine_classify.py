@@ -167,8 +167,8 @@ def test_a_finding_that_is_no_trade_off_names_the_guarantee_it_breaks() -> None:
     assert _one("sqlite", "wal-normal", "ext4", Found("A2")).breaks is None
 
 
-def test_a_finding_made_by_a_call_the_replay_does_not_model_is_not_judged() -> None:
-    assert _one("lmdb", "default", "ext4", Found("A2")).cls == "unjudged"
+def test_an_lmdb_a2_is_a_durability_loss_now_that_o_dsync_is_replayed() -> None:
+    assert _one("lmdb", "default", "ext4", Found("A2")).cls == "durability"
     assert _one("lmdb", "nometasync", "ext4", Found("A2")).cls == "durability"
 
 
