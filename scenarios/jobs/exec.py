@@ -434,6 +434,11 @@ def _read(
                 with contextlib.suppress(OSError):
                     stream.close()
     proc.wait()
+    if log is not None:  # the log is whole now: one that grew past the cap after the last poll
+        with contextlib.suppress(OSError):
+            size = os.path.getsize(log)
+            if size > max_output:
+                raise OutputTooLarge(label, "strace log", max_output, size)
     return bytes(bufs[out_fd]), bytes(bufs[err_fd])
 
 
