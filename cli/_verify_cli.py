@@ -364,44 +364,39 @@ def _verify(
         if args.max_output is None:
             args.max_output = MAX_OUTPUT
     try:
-        if args.exec:
-            from .scenarios.jobs.exec import verify_exec_state_storage
+        if args.exec is not None:  # the strace runner with the program's own commands
+            from .scenarios.jobs.exec import ExecCommands
+            from .scenarios.jobs.plan import Plan, run_plan
 
             args.target = shown or None
             factory: Any = None
-            result, exec_facts = verify_exec_state_storage(
-                args.exec,
-                models=models,
-                workloads=args.workload,
-                timeout=args.timeout,
-                jobs=args.jobs or _cores(),
-                reference_format=args.format == "reference",
-                crash_point=args.crash_point,
-                faults=args.faults,
-                fault=fault,
+            commands = ExecCommands(
+                save=args.save or "",
+                load=args.load or "",
+                storage=args.exec,
                 max_output=args.max_output,
                 shown=shown,
             )
-        elif args.exec is not None:
-            from .scenarios.jobs.exec import verify_exec
-
-            args.target = shown or None
-            factory = None
-            result, exec_facts = verify_exec(
-                args.save,
-                args.load,
-                models=models,
-                faults=args.faults,
-                workloads=args.workload,
-                seed=args.seed,
-                examples=args.examples,
-                crash_point=args.crash_point,
-                fault=fault,
-                timeout=args.timeout,
-                jobs=args.jobs or _cores(),
-                max_output=args.max_output,
-                shown=shown,
+            options: dict[str, Any] = {"transport": commands}
+            if args.kind == "state-storage":
+                options["reference_format"] = args.format == "reference"
+            result = run_plan(
+                Plan(
+                    "state-storage" if args.exec else "document",
+                    shown or "--exec",
+                    tuple(models),
+                    workloads=tuple(args.workload) if args.workload is not None else None,
+                    faults=args.faults,
+                    fault=fault,
+                    crash_point=args.crash_point,
+                    jobs=args.jobs or _cores(),
+                    seed=args.seed,
+                    timeout=args.timeout,
+                    examples=args.examples,
+                    options=options,
+                )
             )
+            exec_facts = result.facts
         else:
             before = set(sys.modules)
             factory = load_factory(args.target)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import errno
 import json
 import os
@@ -107,6 +108,7 @@ T = TypeVar("T")
 __all__ = [
     "EXEC_FAULT_ERRNOS",
     "MAX_OUTPUT",
+    "ExecCommands",
     "ExecDocumentKind",
     "ExecRunner",
     "LoadExit",
@@ -549,6 +551,8 @@ class ExecRunner(Runner):
         document load not traced), ``batch probe`` (:meth:`detect_batch`); the
         conformance suite's are counted apart (``conformance load``...)."""
         self.last_sources: list[Source] = []
+        self.faults_run_again = 0
+        """Faulted records run again because the injection missed its operation."""
 
     def _count(self, kind: str, n: int = 1) -> None:
         """Add ``n`` processes of ``kind`` to :attr:`counts` (the caller holds the lock)."""
@@ -898,13 +902,21 @@ class ExecDocument:
         if inject is None:
             with runner._lock:
                 runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
-        elif fault is not None and not any(
-            o.index == fault.at and o.errno is not None for o in fs.trace.ops
-        ):
-            runner.note_unsupported(
-                f"fault {fault_spec(fault)}: the injected call ({inject}) did not land on "
-                f"operation {fault.at}"
-            )
+        elif fault is not None:
+            missed = [f"trace and model disagree: {m}" for m in rep.mismatched]
+            if not any(o.index == fault.at and o.errno is not None for o in fs.trace.ops):
+                missed.insert(
+                    0,
+                    f"fault {fault_spec(fault)}: the injected call ({inject}) did not land on "
+                    f"operation {fault.at}",
+                )
+            retry = _INJECT_MISSES.get()
+            if missed and retry is not None:
+                retry += missed  # the record is run again (ExecDocumentKind._record)
+                return done
+            for note in missed:
+                runner.note_unsupported(note)
+            rep.mismatched = []
         with runner._lock:
             for e in rep.escapes:
                 if e not in runner._escapes:
@@ -995,6 +1007,17 @@ class ExecDocument:
             raise LoadOutput(f"not one JSON value: {shown!r}") from None
 
 
+INJECT_TRIES = 3
+"""Runs of a faulted record before an injection that missed its operation is told
+(as incomplete: "did not land", "trace and model disagree")."""
+
+_INJECT_MISSES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "crashpoint_inject_misses", default=None
+)
+"""While a faulted record may still be run again: where :meth:`ExecDocument.traced` puts
+what an injection that missed its operation would have told."""
+
+
 def exec_fault_plan(ops: Iterable[Any]) -> list[Fault]:
     """Every exec fault: each errno of :data:`EXEC_FAULT_ERRNOS` at each mutating
     operation (barriers included)."""
@@ -1032,7 +1055,21 @@ class ExecDocumentKind(DocumentKind):
         """How runs are recorded (the engine's divergence message names it)."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
-        run = super()._record(workload, fault)
+        run = None
+        for attempt in range(1 if fault is None else INJECT_TRIES):
+            # strace counts a call per thread: which of a program's threads makes the
+            # call a fault is aimed at (node's libuv pool) can change from run to run, so
+            # an injection that missed its operation is tried again before it is told.
+            missed: list[str] = []
+            token = _INJECT_MISSES.set(None if attempt == INJECT_TRIES - 1 else missed)
+            try:
+                run = super()._record(workload, fault)
+            finally:
+                _INJECT_MISSES.reset(token)
+            if not missed:
+                break
+            with self.exec_runner._lock:
+                self.exec_runner.faults_run_again += 1
         self.sources[id(run)] = list(self.exec_runner.last_sources)
         end = len(run.ops)
         only = None if fault is None else {fault.at + 1, end}
@@ -1140,7 +1177,8 @@ class ExecDocumentKind(DocumentKind):
 class ExecFacts:
     """What a report adds for ``--exec``: the ignore rule and what it ignored,
     processes run (``counts``: by kind, see :attr:`ExecRunner.counts`), whether loads
-    were batched per crash state, faults that could not be targeted."""
+    were batched per crash state, faults that could not be targeted, faulted records run
+    again because their injection missed its operation (``run_again``, :data:`INJECT_TRIES`)."""
 
     ignored_rule: str = IGNORED_RULE
     ignored: list[str] = field(default_factory=list)
@@ -1148,6 +1186,7 @@ class ExecFacts:
     untargeted: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     batch: bool = False
+    run_again: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1157,6 +1196,7 @@ class ExecFacts:
             "process_kinds": dict(sorted(self.counts.items())),
             "batched_loads": self.batch,
             "untargeted_faults": list(self.untargeted),
+            "faults_run_again": self.run_again,
         }
 
 
@@ -1242,6 +1282,7 @@ def verify_exec(
         processes=runner.processes,
         untargeted=list(runner.untargeted),
         counts=dict(runner.counts),
+        run_again=runner.faults_run_again,
     )
     return result, facts
 
@@ -1703,3 +1744,66 @@ def json_value(data: bytes) -> Any:
     Raises ``UnicodeDecodeError`` or ``ValueError`` when the output is not one JSON value.
     """
     return json.loads(data.decode("utf-8"), parse_int=_number)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecCommands:
+    """``--exec`` as a plan's ``transport`` (:class:`~.plan.Transport`; issue 19: the
+    strace runner with a program's own commands, not a kind of its own). The CLI builds a
+    :class:`~.plan.Plan` of kind ``document`` or ``state-storage`` with one of these in
+    its options and hands it to :func:`~.plan.run_plan`, as for a Python target.
+
+    Attributes:
+        save, load: the document kind's command templates (``{dir}``, ``{value}``).
+        storage: the state-storage kind's command (a request a line on stdin).
+        max_output: bytes a command may print on each stream, and its strace log hold.
+        shown: the Python TARGET the commands run (``--runner strace``): the report and
+            the replay commands name it; empty for a user's own commands.
+    """
+
+    save: str = ""
+    load: str = ""
+    storage: str = ""
+    max_output: int = MAX_OUTPUT
+    shown: str = ""
+
+    def verify(self, plan: Any) -> VerifyResult:
+        """``plan`` run through :func:`verify_exec` (document) or
+        :func:`verify_exec_state_storage` (state-storage); the transport's figures are
+        the result's ``facts``. Raises BadTarget for another kind, and as those do."""
+        if plan.kind == "state-storage":
+            result, facts = verify_exec_state_storage(
+                self.storage,
+                models=plan.models,
+                workloads=plan.workloads,
+                timeout=plan.timeout,
+                jobs=plan.jobs,
+                reference_format=bool(plan.options.get("reference_format")),
+                crash_point=plan.crash_point,
+                faults=plan.faults,
+                fault=plan.fault,
+                max_output=self.max_output,
+                shown=self.shown,
+            )
+        elif plan.kind == "document":
+            result, facts = verify_exec(
+                self.save,
+                self.load,
+                models=plan.models,
+                faults=plan.faults,
+                workloads=plan.workloads,
+                seed=plan.seed,
+                examples=plan.examples,
+                crash_point=plan.crash_point,
+                fault=plan.fault,
+                timeout=plan.timeout,
+                jobs=plan.jobs,
+                shrink=plan.options.get("shrink", True),
+                max_output=self.max_output,
+                shown=self.shown,
+            )
+        else:
+            raise BadTarget(f"--exec drives --kind document or state-storage, not {plan.kind!r}")
+        verdict: VerifyResult = result
+        verdict.facts = facts
+        return verdict

@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ...faultfs import Fault, PersistenceModel
 from ...faultfs._canary import Canary
@@ -27,7 +27,18 @@ from ..kinds.registry import KindEntry, get_kind
 from ..targets.user import BadTarget, make_runner
 from .verdict import VerifyResult
 
-__all__ = ["Plan", "run_id", "run_plan"]
+__all__ = ["Plan", "Transport", "run_id", "run_plan"]
+
+
+class Transport(Protocol):
+    """How a plan's target is reached when it is not a Python factory in this process:
+    ``--exec``'s commands (:class:`~crashpoint.scenarios.jobs.exec.ExecCommands`, the
+    strace runner with a program's own save and load). A kind's front end given one in
+    its plan's option ``transport`` hands the plan to it (issue 19: a runner, not a kind)."""
+
+    def verify(self, plan: Plan) -> VerifyResult:
+        """The verdict of ``plan`` with the target reached through this transport."""
+        ...
 
 
 def run_id(fields: Mapping[str, Any]) -> str:

@@ -49,6 +49,10 @@ class VerifyResult:
     ``workload_bounds``)."""
     run_id: str = ""
     """The run's id (:func:`~crashpoint.scenarios.jobs.plan.run_id`): its shards share it."""
+    facts: Any = None
+    """The transport's own figures, when the target ran through one (``--exec``:
+    :class:`~crashpoint.scenarios.jobs.exec.ExecFacts`, processes by kind, paths ignored,
+    faults that could not be aimed; its ``as_dict()`` is the report's key ``exec``)."""
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:

@@ -49,7 +49,7 @@ from ..kinds.document.kind import (
 from ..kinds.registry import KindEntry, register_kind
 from ..kinds.state_storage.conformance import selected_workloads, storage_target
 from ..targets.user import BadTarget, Runner, load_factory, make_runner
-from .plan import Plan, run_plan
+from .plan import Plan, Transport, run_plan
 from .storage import verify_state_storage
 from .verdict import VerifyResult
 
@@ -138,7 +138,11 @@ def verify(
 
 
 def _run_state_storage(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
-    """``--kind state-storage``'s front end (:func:`~.storage.verify_state_storage`)."""
+    """``--kind state-storage``'s front end (:func:`~.storage.verify_state_storage`; a
+    plan with a ``transport``, ``--exec``, through it)."""
+    transport: Transport | None = plan.options.get("transport")
+    if transport is not None:
+        return transport.verify(plan)
     return verify_state_storage(
         factory,
         models=list(plan.models),
@@ -157,7 +161,11 @@ def _run_state_storage(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
 
 def _run_document(plan: Plan, factory: Callable[..., Any]) -> VerifyResult:
     """``--kind document``'s front end: each workload under every model, the ``random``
-    one drawn and a failing one shrunk by hypothesis, leftovers counted (SPEC.md §10)."""
+    one drawn and a failing one shrunk by hypothesis, leftovers counted (SPEC.md §10); a
+    plan with a ``transport`` (``--exec``) through it."""
+    transport: Transport | None = plan.options.get("transport")
+    if transport is not None:
+        return transport.verify(plan)
     models, name, workloads = list(plan.models), plan.target, plan.workloads
     faults, fault, crash_point, shard = plan.faults, plan.fault, plan.crash_point, plan.shard
     seed, examples, timeout, jobs = plan.seed, plan.examples, plan.timeout, plan.jobs
@@ -606,7 +614,7 @@ register_kind(
         workloads=DOC_WORKLOADS,
         run=_run_document,
         parses=json_parses,
-        options=frozenset({"values", "shrink", "sizes"}),
+        options=frozenset({"values", "shrink", "sizes", "transport"}),
     ),
     builtin=True,
 )
@@ -618,7 +626,7 @@ register_kind(
         make=_make_state_storage,
         workloads=tuple(w.name for w in selected_workloads(None, reference_format=False)),
         run=_run_state_storage,
-        options=frozenset({"reference_format"}),
+        options=frozenset({"reference_format", "transport"}),
     ),
     builtin=True,
 )

@@ -79,3 +79,29 @@ def test_the_zoo_refuses_a_target_it_cannot_look_up() -> None:
     stranger = dataclasses.replace(MUTANTS["no-dir-fsync"], name="mutant:stranger")
     with pytest.raises(KeyError):
         kill_matrix(targets=[stranger])
+
+
+@pytest.mark.parametrize("kind", ["document", "state-storage"])
+def test_a_plan_with_a_transport_is_handed_to_it(kind: str) -> None:
+    """``--exec`` is a transport of the document and state-storage kinds, not a kind of
+    its own: their front ends hand a plan carrying one to it (and the plan runner wraps
+    it as any run: canary, run id)."""
+    from crashpoint.scenarios.jobs.verdict import VerifyResult
+
+    got: list[Plan] = []
+
+    class Fake:
+        def verify(self, plan: Plan) -> VerifyResult:
+            got.append(plan)
+            return VerifyResult("fake", plan.kind, "exec", [m.name for m in plan.models])
+
+    plan = Plan(kind, "--exec", (get_model("ext4"),), options={"transport": Fake()})
+    result = run_plan(plan)
+    assert got == [plan] and result.target == "fake" and result.kind == kind
+    assert result.run_id == plan.run_id() and len(result.run_id) == 16
+
+
+def test_a_transport_is_refused_by_a_kind_that_takes_none() -> None:
+    plan = Plan(KIND, "reference", (get_model("ext4"),), options={"transport": object()})
+    with pytest.raises(ValueError, match="takes no option transport"):
+        run_plan(plan)
