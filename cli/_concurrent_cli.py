@@ -109,7 +109,11 @@ def run_concurrent(
     incomplete verdict). Raises ValueError for bad input (a usage error)."""
     from .reports._lanes import lane_rows, lanes_html, lanes_markdown, lanes_page, lanes_text
     from .scenarios.engine.schedule import DEFAULT_PREEMPTIONS, parse_schedule
-    from .scenarios.kinds.concurrent.kind import ConcurrentKind, explore_concurrent
+    from .scenarios.kinds.concurrent.kind import (
+        ConcurrentKind,
+        declares_last_writer_wins,
+        explore_concurrent,
+    )
     from .scenarios.kinds.document.kind import DOC_BASE
     from .scenarios.targets.user import load_factory, make_runner
 
@@ -124,13 +128,15 @@ def run_concurrent(
             raise ValueError("--schedule replays one workload's schedule: name it with --workload")
         schedule = parse_schedule(args.schedule, actors)
     factory = load_factory(args.target)
+    declared = declares_last_writer_wins(factory)
+    lww = bool(args.last_writer_wins) or declared
     runner = make_runner(factory, DOC_BASE, spec=args.target, timeout=args.timeout, seed=args.seed)
     results = []
     with runner:
         kind = ConcurrentKind(
             runner,
             args.target,
-            last_writer_wins=args.last_writer_wins,
+            last_writer_wins=lww,
             seed=args.seed,
             preemptions=bound,
         )
@@ -146,9 +152,11 @@ def run_concurrent(
             results.append(res)
         shown: list[dict[str, Any]] = []
         md: list[str] = [f"# crashpoint verify {args.target} --actors {actors}", ""]
-        if args.last_writer_wins:
-            md.append("L1 (no-lost-update) is not judged: --last-writer-wins declared.\n")
         lines: list[str] = []
+        if lww:
+            by = "--last-writer-wins" if args.last_writer_wins else "the target"
+            md.append(f"L1 (no-lost-update) is not judged: last-writer-wins declared by {by}.\n")
+            lines.append(f"L1 (no-lost-update) not judged: last-writer-wins declared by {by}")
         page: list[tuple[str, str, str]] = []
         for res in results:
             words = res.exploration.words()
@@ -205,7 +213,10 @@ def run_concurrent(
         "target": args.target,
         "actors": actors,
         "preemption_bound": bound,
-        "last_writer_wins": bool(args.last_writer_wins),
+        "last_writer_wins": lww,
+        "last_writer_wins_declared_by": (
+            "flag" if args.last_writer_wins else "target" if declared else None
+        ),
         "models": [m.name for m in models],
         "workloads": [
             {

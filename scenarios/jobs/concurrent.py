@@ -12,6 +12,7 @@ from ..kinds.concurrent.kind import (
     CONCURRENT_WORKLOADS,
     ConcurrentKind,
     ConcurrentResult,
+    declares_last_writer_wins,
     explore_concurrent,
 )
 from ..kinds.document.kind import DOC_BASE
@@ -32,7 +33,9 @@ def verify_concurrent(
     seed: int = 0,
 ) -> list[ConcurrentResult]:
     """Each concurrent workload (default all three) of ``factory`` with ``actors``
-    actors, every schedule within ``preemptions``, under each of ``models``.
+    actors, every schedule within ``preemptions``, under each of ``models``;
+    ``last_writer_wins`` also when the factory declares it
+    (:func:`~..kinds.concurrent.kind.declares_last_writer_wins`).
 
     Raises KeyError for an unknown workload, ValueError for fewer than 2 actors."""
     if actors < 2:
@@ -42,7 +45,11 @@ def verify_concurrent(
     out = []
     with runner:
         kind = ConcurrentKind(
-            runner, target, last_writer_wins=last_writer_wins, seed=seed, preemptions=preemptions
+            runner,
+            target,
+            last_writer_wins=last_writer_wins or declares_last_writer_wins(factory),
+            seed=seed,
+            preemptions=preemptions,
         )
         for workload in workloads or CONCURRENT_WORKLOADS:
             out.append(explore_concurrent(kind, workload, actors=actors, models=models))

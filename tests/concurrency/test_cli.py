@@ -92,3 +92,44 @@ def test_bad_concurrency_options_are_usage_errors(
     assert "Traceback" not in err
     if "--exec" in args:
         assert "for now" in err
+
+
+def test_the_reference_with_two_writers_has_no_i8_l1_or_d2_and_says_it_is_last_writer_wins(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25, acceptance 3: the reference (SPEC.md §6 locks each save) under every
+    concurrent workload and every model; L1 is not judged because the target declares
+    last-writer-wins, and the report and the terminal say who declared it."""
+    ref = ROOT / "examples" / "concurrency" / "reference.py"
+    code, report = _verify(tmp_path, f"{ref}:ReferenceDocument", "--actors", "2", "--model", "all")
+    assert code == 0, report["findings"]
+    assert report["last_writer_wins"] is True
+    assert report["last_writer_wins_declared_by"] == "target"
+    assert len(report["workloads"]) == 3
+    assert all(w["crash_states"] > 0 for w in report["workloads"])
+    assert "last-writer-wins declared by the target" in capsys.readouterr().out
+    code, seed = _verify(tmp_path / "seed", f"{ref}:SeedDocument", "--actors", "2")
+    assert code == 1
+    assert {"I8", "D2"} <= {f["invariant"] for f in seed["findings"]}
+
+
+def test_without_its_declaration_the_references_racing_updates_are_a_lost_update(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The check behind acceptance 3 can fail: undeclared, two read-modify-write updates
+    of the reference lose one (L1), as SPEC.md §6 (a lock per save, not per update) makes
+    them."""
+    target = tmp_path / "undeclared.py"
+    target.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from examples.concurrency.reference import ReferenceDocument\n"
+        "class Undeclared(ReferenceDocument):\n"
+        "    crashpoint_last_writer_wins = False\n"
+    )
+    spec = f"{target}:Undeclared"
+    args = ("--workload", "concurrent-update", "--model", "process-crash")
+    code, report = _verify(tmp_path, spec, *args)
+    assert code == 1
+    assert report["last_writer_wins"] is False and report["last_writer_wins_declared_by"] is None
+    assert "L1" in {f["invariant"] for f in report["findings"]}

@@ -133,6 +133,14 @@ _FIRST = {"base": "first"}
 """The value saved before ``concurrent-update`` and ``save-while-load`` begin."""
 
 
+def declares_last_writer_wins(factory: object) -> bool:
+    """Whether the target declares itself last-writer-wins: the factory attribute
+    ``crashpoint_last_writer_wins = True`` (exactly True), as the user's
+    ``--last-writer-wins`` does: L1 is not judged and D2 accepts any subset of the begun
+    updates (SPEC.md §10.1, L1: "unless the user declares last-writer-wins")."""
+    return getattr(factory, "crashpoint_last_writer_wins", False) is True
+
+
 class ConcurrentKind:
     """The concurrent kind for one document target (see the module docstring).
 
