@@ -158,3 +158,31 @@ def test_a_writer_behind_a_held_lock_times_out_with_already_locked_in_virtual_ti
     assert i8 and all("AlreadyLocked" in c.got for c in i8)
     # the lock file is a file of the model: a crash leaves it on disk
     assert all("doc.json.lock" in c.crash_state for c in i8)
+
+
+class _LockfStore(stores.UnlockedUpdateStore):
+    """Saves and updates under portalocker's ``LockfLocker`` (``fcntl.lockf(fd,
+    LOCK_EX)``, blocking), taken on the lock file and given back before it is closed."""
+
+    def _locked(self, fn: Any) -> None:
+        locker = portalocker.portalocker.LockfLocker()
+        with open(self.path + ".lock", "a") as fh:
+            locker.lock(fh, portalocker.LockFlags.EXCLUSIVE)
+            try:
+                fn()
+            finally:
+                locker.unlock(fh)
+
+    def save(self, value: Any) -> None:
+        self._locked(lambda: stores.UnlockedUpdateStore.save(self, value))
+
+    def update(self, fn: Any) -> None:
+        self._locked(lambda: stores.UnlockedUpdateStore.save(self, fn(self.load())))
+
+
+def test_portalockers_lockf_locker_blocks_the_other_updater() -> None:
+    # fcntl.lockf takes flock's constants (LOCK_EX, LOCK_UN, | LOCK_NB), not F_TLOCK
+    res = _explore(_LockfStore, "concurrent-update")
+    assert _found(res) == set() and not res.incomplete and res.crash_states > 0
+    waits = [out for _, out in res.exploration.kept if (1, f"lock {LOCK}: waits") in out.events]
+    assert waits and all(not out.stuck for _, out in res.exploration.kept)
