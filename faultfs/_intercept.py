@@ -1476,12 +1476,14 @@ class _FakeFcntl(_Reporting):
             self._i.report("fcntl.flock")
 
     def lockf(self, fd: Any, cmd: int, *args: Any) -> None:
+        """Python's ``fcntl.lockf(fd, cmd, len=0, start=0, whence=0)`` takes ``flock``'s
+        constants (``LOCK_UN``, ``LOCK_SH``, ``LOCK_EX``, ``| LOCK_NB``; the docs of
+        the fcntl module), not C's ``F_LOCK``/``F_TLOCK``: one whole-file lock, as
+        :meth:`flock` (a byte range is taken as the whole file, a shared lock as an
+        exclusive one: never less exclusion than asked for)."""
         real = self._real
-        op = {real.LOCK_UN: real.LOCK_UN}.get(cmd, real.LOCK_EX)
-        if cmd in (real.F_TLOCK, real.LOCK_EX | real.LOCK_NB):
-            op |= real.LOCK_NB
-        if cmd in (real.F_ULOCK, real.LOCK_UN):
-            op = real.LOCK_UN
+        nonblocking = cmd & real.LOCK_NB
+        op = real.LOCK_UN if cmd & ~real.LOCK_NB == real.LOCK_UN else real.LOCK_EX | nonblocking
         if not self._actor_lock(fd, op, real.LOCK_UN, real.LOCK_NB):
             self._i.report("fcntl.lockf")
 

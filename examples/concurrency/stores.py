@@ -12,6 +12,11 @@ actors on one directory by ``crashpoint verify ... --actors 2``:
 * :class:`LockedUpdateStore`: tmp + fsync + rename + directory fsync, and ``update``
   holding a ``filelock.FileLock`` across the read and the write: passes I8, L1, R2,
   W1 and D2 under every model;
+* :class:`PortalockerUpdateStore`: the same, the lock a ``portalocker.Lock`` (4.4.2:
+  ``fcntl.flock(LOCK_EX|LOCK_NB)`` on the lock file, polled with ``time.sleep``
+  against ``time.perf_counter``): passes under every model;
+  :class:`PortalockerUnlockedUpdateStore` is it with the lock removed from ``update``
+  (L1);
 * :class:`InPlaceStore`: the writer truncates the document and writes it in place: a
   concurrent reader sees an empty or torn file (R2).
 
@@ -28,11 +33,14 @@ from collections.abc import Callable
 from typing import Any
 
 import filelock
+import portalocker
 
 __all__ = [
     "InPlaceStore",
     "LockedUpdateStore",
     "PidTmpStore",
+    "PortalockerUnlockedUpdateStore",
+    "PortalockerUpdateStore",
     "SharedTmpStore",
     "UnlockedUpdateStore",
 ]
@@ -107,6 +115,39 @@ class LockedUpdateStore(UnlockedUpdateStore):
         """``save(fn(load()))`` with the lock held across the read and the write."""
         with self.lock:
             super().save(fn(self.load()))
+
+
+class PortalockerUpdateStore(UnlockedUpdateStore):
+    """:class:`UnlockedUpdateStore` whose saves and updates hold ``doc.json.lock`` through
+    ``portalocker.Lock`` (pinned 4.4.2; portalocker/utils.py ``Lock.acquire``: open the
+    file in mode ``a``, ``portalocker.lock(fh, LOCK_EX | LOCK_NB)`` =
+    ``fcntl.flock`` on its descriptor, retried every ``check_interval`` with
+    ``time.sleep`` until ``time.perf_counter`` passes ``timeout``; ``release`` is
+    ``fcntl.flock(LOCK_UN)`` and ``close``). A ``Lock`` holds one file handle, so each
+    call makes its own."""
+
+    timeout = 10.0
+
+    def _lock(self) -> portalocker.Lock:
+        return portalocker.Lock(self.path + ".lock", timeout=self.timeout)
+
+    def save(self, value: Any) -> None:
+        with self._lock():
+            super().save(value)
+
+    def update(self, fn: Callable[[Any], Any]) -> None:
+        """``save(fn(load()))`` with the lock held across the read and the write."""
+        with self._lock():
+            UnlockedUpdateStore.save(self, fn(self.load()))
+
+
+class PortalockerUnlockedUpdateStore(PortalockerUpdateStore):
+    """:class:`PortalockerUpdateStore` with the lock taken out of ``update`` (each save
+    still locked): two updates read the same value and one is lost (L1)."""
+
+    def update(self, fn: Callable[[Any], Any]) -> None:
+        """``save(fn(load()))``; only the save holds the lock."""
+        self.save(fn(self.load()))
 
 
 class InPlaceStore(_Base):

@@ -23,6 +23,7 @@ import inspect
 import os
 import signal
 import sys
+import tempfile
 import threading
 import types
 from collections.abc import Callable
@@ -177,7 +178,14 @@ def load_factory(spec: str) -> Callable[..., Any]:
     (:func:`import_findings`), as it is for a module that uses ``ctypes``, ``socket``,
     ``readline`` or ``posix``.
 
+    The standard library's probe for a usable temporary directory (``tempfile.
+    gettempdir``: it creates and removes a file in ``/tmp``; the result is cached) runs
+    first, outside containment: a module that calls it at import (portalocker 4.4's
+    default arguments, ``directory=tempfile.gettempdir()``) would otherwise find every
+    candidate refused and fail with "No usable temporary directory".
+
     Raises BadTarget naming the target and the reason."""
+    tempfile.gettempdir()
     imported = Containment()
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
