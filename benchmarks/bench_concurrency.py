@@ -4,8 +4,9 @@
 
 For each store of ``examples/concurrency`` and each concurrent workload, two actors:
 schedules run, distinct traces, branches the preemption bound left out, crash states
-judged (under the models named, default all) and seconds. Figures are printed with the
-machine's load average, never asserted.
+judged (under the models named, default all) and seconds; a store declaring
+last-writer-wins (``crashpoint_last_writer_wins``, the reference) is judged without L1, as
+the CLI judges it. Figures are printed with the machine's load average, never asserted.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from crashpoint.faultfs import parse_models  # noqa: E402
 from crashpoint.scenarios.kinds.concurrent.kind import (  # noqa: E402
     CONCURRENT_WORKLOADS,
     ConcurrentKind,
+    declares_last_writer_wins,
     explore_concurrent,
 )
 from crashpoint.scenarios.targets.user import make_runner  # noqa: E402
@@ -32,6 +34,8 @@ STORES = [
     ("SharedTmpStore", stores.SharedTmpStore),
     ("UnlockedUpdateStore", stores.UnlockedUpdateStore),
     ("LockedUpdateStore", stores.LockedUpdateStore),
+    ("PortalockerUpdateStore", stores.PortalockerUpdateStore),
+    ("PortalockerUnlocked", stores.PortalockerUnlockedUpdateStore),
     ("InPlaceStore", stores.InPlaceStore),
     ("ReferenceDocument", reference.ReferenceDocument),
     ("SeedDocument", reference.SeedDocument),
@@ -54,7 +58,12 @@ def main() -> None:
             runner = make_runner(cls, "/data/store")
             started = time.perf_counter()
             with runner:
-                kind = ConcurrentKind(runner, name, preemptions=args.preemptions)
+                kind = ConcurrentKind(
+                    runner,
+                    name,
+                    preemptions=args.preemptions,
+                    last_writer_wins=declares_last_writer_wins(cls),
+                )
                 res = explore_concurrent(kind, workload, models=models)
             seconds = time.perf_counter() - started
             found = sorted({c.invariant for _, e in res.findings for c in e.counterexamples})
