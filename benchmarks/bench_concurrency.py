@@ -50,7 +50,7 @@ def main() -> None:
     models = list(parse_models(args.model))
     print(f"load average {os.getloadavg()[0]:.2f}; models {', '.join(m.name for m in models)}")
     print(
-        f"{'store':<22}{'workload':<19}{'schedules':>10}{'traces':>8}{'beyond':>8}"
+        f"{'store':<24}{'workload':<19}{'schedules':>10}{'traces':>8}{'beyond':>8}"
         f"{'crash states':>14}{'seconds':>9}  findings"
     )
     for name, cls in STORES:
@@ -69,7 +69,7 @@ def main() -> None:
             found = sorted({c.invariant for _, e in res.findings for c in e.counterexamples})
             ex = res.exploration
             print(
-                f"{name:<22}{workload:<19}{ex.schedules:>10}{ex.distinct:>8}{ex.beyond_bound:>8}"
+                f"{name:<24}{workload:<19}{ex.schedules:>10}{ex.distinct:>8}{ex.beyond_bound:>8}"
                 f"{res.crash_states:>14}{seconds:>9.2f}  {','.join(found) or '-'}"
             )
 
