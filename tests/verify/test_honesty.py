@@ -104,6 +104,35 @@ def test_a_last_save_equal_to_the_initial_value_is_not_a_silent_reset(model: str
     assert result.killed_by() == [], [c.render() for c in result.counterexamples[:1]]
 
 
+def test_a_random_workload_ending_in_the_initial_value_is_no_silent_reset_from_the_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The issue's own case through ``main``: a random workload over the values
+    ``{"a": [1, 2, 3]}`` and ``{}`` (BackupStore's initial value), so some examples end
+    with a save of ``{}``; load rightly returns ``{}`` beside the older backup. 75a7228
+    reported A3 here (and took no ``--values`` file: exit 2)."""
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps([{"a": [1, 2, 3]}, {}]), encoding="utf-8")
+    out = tmp_path / "out"
+    code, _stdout, err = run(
+        capsys,
+        out,
+        f"{STORES}:BackupStore",
+        "--values",
+        str(values),
+        "--workload",
+        "random",
+        "--model",
+        "process-crash,ext4",
+    )
+    rep = report(out)
+    found = [v["invariant"] for s in rep["scenarios"] for v in s["violations"]]
+    assert "A3" not in found, found
+    assert code == 0 and rep["verdict"] == "clean", (err, rep["incomplete"])
+    assert rep["workload_bounds"]["random"]["saves"] >= 2
+    assert all(s["crash_points"] > 0 for s in rep["scenarios"])
+
+
 # --- 6. --values: a file, a strategy, a sized callable; the sizes reached ----------------
 
 ROOT = HERE.parent.parent

@@ -228,3 +228,22 @@ def test_the_random_workloads_bounds_stand_next_to_the_verdict(
         assert "random (3 examples, at most 6 saves each)" in line
         assert "every crash state of these workloads" in line
         assert "exhaustive" not in text.replace("every crash state of these workloads", "")
+
+
+def test_sizes_and_large_values_through_the_public_api_cross_one_mib() -> None:
+    """Issue 22 (undeserved cleans): ``crashpoint.verify(sizes="4K,64K,1M")`` makes
+    ``many-saves`` cross every boundary named, up to 1 MiB, and ``large-values`` crosses
+    1 MiB; the bounds reached stand in the result, every page boundary crossed (75a7228
+    had neither option nor workload, and its largest value was about 9 KB)."""
+    store = load_factory(f"{HERE.parent.parent / 'examples' / 'stores' / 'jsonstore.py'}:JsonStore")
+    result = crashpoint.verify(
+        store, sizes="4K,64K,1M", workloads=["many-saves", "large-values"], shrink=False
+    )
+    bounds = result.workload_bounds
+    assert bounds["many-saves"]["saves"] >= 16
+    assert bounds["many-saves"]["value_bytes"] > 2**20
+    assert bounds["large-values"]["value_bytes"] > 2**20
+    assert result.value_sizes["max"] > 2**20
+    assert result.value_sizes["boundaries_not_crossed"] == []
+    assert sum(r.crash_points for r in result.results) > 0
+    assert not result.canary
