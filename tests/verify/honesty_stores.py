@@ -182,3 +182,33 @@ def swallowing_state_storage(base_dir: str) -> Any:
                 super().save(state)
 
     return Swallowing(OsFileSystem(), base_dir, sync="full", ended_marker="scoped")
+
+
+class ProtocolFreshNameStore:
+    """:class:`FreshNameStore` written against the filesystem protocol
+    (``factory(fs, base_dir)``, ``--runner protocol``): a scratch directory and temporary
+    named after a process-wide counter, durable (fsync, rename, directory fsync)."""
+
+    def __init__(self, fs: Any, base_dir: str) -> None:
+        self.fs = fs
+        self.base_dir = base_dir
+        self.path = f"{base_dir}/doc.json"
+
+    def save(self, value: Any) -> None:
+        scratch = f"{self.base_dir}/scratch.{next(_COUNTER)}"
+        self.fs.mkdir(scratch)
+        tmp = f"{scratch}/doc.json.tmp"
+        self.fs.create(tmp)
+        data = json.dumps(value).encode()
+        done = 0
+        while done < len(data):
+            done += self.fs.write(tmp, done, data[done:])
+        self.fs.fsync(tmp)
+        self.fs.rename(tmp, self.path)
+        self.fs.rmdir(scratch)
+        self.fs.fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        if not self.fs.exists(self.path):
+            return None
+        return json.loads(self.fs.read(self.path))

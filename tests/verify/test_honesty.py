@@ -45,6 +45,23 @@ def test_fresh_names_of_a_faulted_re_run_are_matched_onto_the_recording() -> Non
         assert pair["from"].rsplit(".", 1)[0] == pair["to"].rsplit(".", 1)[0]  # scratch.N
 
 
+def test_fresh_names_are_matched_under_the_protocol_runner_too() -> None:
+    """Issue 22: fresh names are matched by creation order "for every runner": the same
+    counter-named scratch directory through ``factory(fs, base_dir)`` (the protocol
+    runner) is judged with faults, complete, not "not deterministic"."""
+    result = crashpoint.verify(
+        honesty_stores.ProtocolFreshNameStore,
+        faults=True,
+        model="process-crash,ext4",
+        workloads=["first-save", "resize"],
+    )
+    assert result.mode == "protocol"
+    assert result.verdict == "clean", result.unsupported
+    assert sum(r.faults for r in result.results) > 0
+    renamed = [p for r in result.results for p in r.renamed]
+    assert renamed and all(p["from"] != p["to"] for p in renamed)
+
+
 def test_the_renaming_is_in_the_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, stdout, _ = run(
