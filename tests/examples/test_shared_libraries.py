@@ -12,18 +12,77 @@ the standard library's, so nothing here is skipped.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import crashpoint
 import pytest
-from crashpoint.scenarios.engine.explore import Counterexample
-from crashpoint.scenarios.targets.user import load_factory
-from library_support import crash_state, spec
+from crashpoint._cli import main
 
 BASE_ON_DISK = "/data/store"  # the document kind's base path, on the real machine
+LIBRARIES = Path(__file__).resolve().parents[2] / "examples" / "libraries"
+# Private helpers (re-recording a crash state) are imported inside the tests that pin
+# crash states, after the verdict and the outside check: on a version without them
+# (75a7228) the tests still run and fail on those assertions, not on an import.
+
+ROOT_PRUNED = ("/proc", "/sys", "/dev", "/run")
+FIND = ("find", "/", "-xdev")
+PRINT = ("-printf", "%p\\0%y\\0%s\\0%T@\\0")  # NUL-separated: names may hold newlines
+
+
+def _whole_disk(skip: list[Path]) -> set[tuple[str, str, str, str]]:
+    """``find / -xdev`` from another process: (path, type, size, mtime) of every entry
+    but directories (a directory's mtime moves with its children, which are listed
+    themselves), minus ``/proc``, ``/sys``, ``/dev``, ``/run``, ``skip`` (pytest's
+    temporary root) and ``__pycache__`` directories (bytecode caches of any import)."""
+    expr: list[str] = []
+    for p in [*ROOT_PRUNED, *map(str, skip)]:
+        expr += ["-path", p, "-o"]
+    listed = subprocess.run(
+        [*FIND, "(", *expr, "-name", "__pycache__", ")", "-prune", "-o", *PRINT],
+        check=False,
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",  # names need not be UTF-8
+    ).stdout
+    fields = listed.split("\0")[:-1]
+    entries = zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4], strict=True)
+    return {entry for entry in entries if entry[1] != "d"}
+
+
+@pytest.fixture(scope="module")
+def whole_disk_unchanged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Issue 21, What to build (5): a snapshot of the whole disk (``find / -xdev``, in
+    another process) before this module's verifies and after them: no file outside
+    pytest's temporary root (where each test's cwd, ``$TMPDIR`` and ``--out`` are) was
+    created, changed or removed."""
+    if sys.platform != "linux":
+        pytest.skip("the whole-disk snapshot uses GNU find")
+    root = tmp_path_factory.getbasetemp().resolve()
+    if root.name.startswith("popen-gw"):  # an xdist worker's: the other workers' beside it
+        root = root.parent
+    if root.parent.name.startswith("pytest-of-"):  # pytest's own numbered roots
+        root = root.parent
+    skip = [root]
+    before = _whole_disk(skip)
+    yield
+    after = _whole_disk(skip)
+    changed = sorted({entry[0] for entry in before ^ after})
+    assert changed == [], changed[:20]
+
+
+pytestmark = pytest.mark.usefixtures("whole_disk_unchanged")
+
+
+def spec(target: str) -> str:
+    """``examples/libraries/<file.py>:<factory>`` as an absolute target spec."""
+    file, _, attr = target.partition(":")
+    return f"{LIBRARIES / file}:{attr}"
 
 
 def _outside_snapshot(roots: list[Path]) -> str:
@@ -49,16 +108,26 @@ def _verify_outside_watched(
     monkeypatch.setenv("TMPDIR", str(tmp))
     before = _outside_snapshot([cwd, tmp])
     s = spec(target)
+    out = tmp_path / "out"  # under pytest's root: skipped by the whole-disk snapshot
+    code = main(["verify", s, "--workload", workload, "--model", model, "--out", str(out)])
+    assert _outside_snapshot([cwd, tmp]) == before  # no real file created or changed
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["incomplete"] in (None, [], "") and report["verdict"] == "violation", report[
+        "incomplete"
+    ]
+    assert code == 1  # findings, complete
+    from crashpoint.scenarios.targets.user import load_factory
+
     result = crashpoint.verify(
         load_factory(s), target=s, workloads=[workload], model=model, shrink=False
     )
-    assert _outside_snapshot([cwd, tmp]) == before  # no real file created or changed
+    assert _outside_snapshot([cwd, tmp]) == before
     assert result.unsupported == [] and not result.incomplete  # a complete verdict
     assert result.verdict == "violation"
     return s, result
 
 
-def _found(result: Any, invariant: str, model: str) -> list[Counterexample]:
+def _found(result: Any, invariant: str, model: str) -> list[Any]:
     return [
         c
         for c in result.counterexamples
@@ -66,11 +135,11 @@ def _found(result: Any, invariant: str, model: str) -> list[Counterexample]:
     ]
 
 
-def _states(
-    s: str, found: list[Counterexample], *, first: int = 4
-) -> list[tuple[dict[str, bytes], Any]]:
+def _states(s: str, found: list[Any], *, first: int = 4) -> list[tuple[dict[str, bytes], Any]]:
     """The crash states (files under the base, and the run) of the counterexamples at
     the ``first`` earliest crash points (each recovered by recording the workload again)."""
+    from library_support import crash_state
+
     out = []
     points: set[int] = set()
     for c in sorted(found, key=lambda c: c.crash_point):
@@ -177,5 +246,7 @@ def test_hypothesis_database_writes_its_temporaries_outside_the_database(
     )
     found = _found(result, "S1", "process-crash")
     assert found
+    from library_support import crash_state
+
     _, run, _ = crash_state(s, found[0])
     assert run.escapes and all(os.path.dirname(p) == "/tmp" for p in run.escapes), run.escapes
