@@ -606,6 +606,9 @@ class ExecRunner(Runner):
     def unsupported(self) -> list[str]:
         return list(self._unsupported)
 
+    def _noted(self) -> list[list[Any]]:
+        return [self._escapes, self._unsupported]
+
     def note_unsupported(self, text: str) -> None:
         with self._lock:
             if text not in self._unsupported:
@@ -1034,7 +1037,10 @@ def exec_fault_plan(ops: Iterable[Any]) -> list[Fault]:
 class ExecDocumentKind(DocumentKind):
     """The document kind over :class:`ExecRunner`: loads of crash states run in
     parallel (``jobs`` processes at a time) as soon as a run is recorded; the
-    judging is :class:`DocumentKind`'s."""
+    judging is :class:`DocumentKind`'s, without the probe of constant paths (one more
+    traced run of the commands; a path is constant only by the run's own saves)."""
+
+    probes = False
 
     def __init__(
         self,

@@ -8,6 +8,7 @@ value, a store of one file per key in a subdirectory it lists.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -241,3 +242,14 @@ class RotatingStore(_Base):
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
         _fsync_dir(self.base_dir)
+
+
+class EscapingCacheDirStore(CacheDirStore):
+    """:class:`CacheDirStore` that also leaves a scratch file outside its directory,
+    named after the value (S1 in every run that saves that value)."""
+
+    def save(self, value: Any) -> None:
+        name = hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
+        with open(f"/tmp/crashpoint-scratch-{name}", "w") as f:
+            f.write("x")
+        super().save(value)

@@ -252,3 +252,18 @@ def test_a_reset_over_a_rotated_backup_is_still_a_silent_reset() -> None:
         "doc.json" not in c.crash_state and "as save#" in c.crash_state.get("doc.json.bak", "")
         for c in a3
     ), [c.crash_state for c in result.counterexamples][:3]
+
+
+def test_the_probe_of_constant_files_hides_no_escape_from_a_later_run() -> None:
+    # the probe (a recording of two values, issue 22) saves one of resize's values after
+    # first-save is judged: its escape, noted once, must not be missing from resize's run
+    result = crashpoint.verify(
+        honesty_stores.EscapingCacheDirStore, workloads=["first-save", "resize"], shrink=False
+    )
+    assert "A3" not in result.killed_by()
+    escaped = {
+        c.got
+        for c in result.counterexamples
+        if c.invariant == "S1" and c.workload == "resize" and c.got.startswith("changed ")
+    }
+    assert len(escaped) == 6, escaped  # one scratch file per save of resize

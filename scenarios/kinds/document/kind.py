@@ -424,6 +424,8 @@ class DocumentKind:
 
     name = "document"
     subject = "the document"
+    probes = True
+    """Whether constant paths may be learnt from a probe recording (:meth:`_probe`)."""
     tiebreak: tuple[str, ...] = ("fault", "state_digest", "got")
 
     def __init__(
@@ -923,21 +925,23 @@ class DocumentKind:
         distinct values (:meth:`_probe_values`), once per target; never explored, no
         crash state of it is judged or counted. None when it cannot be made (the
         values are not two, the factory raised)."""
-        if not self._probed:
+        if not self._probed and self.probes:
             self._probed = True
+            runner = self.runner
             sizes = list(self.saved_sizes)  # value_sizes reports the workloads' values
+            mark, before = runner.mark(), set(runner.unsupported())
             try:
                 values = self._probe_values()
                 if values is not None:
-                    workload = DocWorkload(PROBE_WORKLOAD, values)
-                    # DocumentKind's recording, not a subclass's (ExecDocumentKind loads
-                    # every crash state of what it records at once)
-                    self._probe_run = DocumentKind._record(self, workload, None)
+                    self._probe_run = self._record(DocWorkload(PROBE_WORKLOAD, values), None)
+                if not set(runner.unsupported()) <= before:
+                    self._probe_run = None  # a call the model could not follow: no evidence
             except TargetTimeout:
                 raise
             except Exception:
                 self._probe_run = None
             finally:
+                runner.rewind(mark)
                 self.saved_sizes = sizes
         return self._probe_run
 
