@@ -1076,6 +1076,7 @@ class ExecDocumentKind(DocumentKind):
                 break
             with self.exec_runner._lock:
                 self.exec_runner.faults_run_again += 1
+        assert run is not None  # the loop runs at least once
         self.sources[id(run)] = list(self.exec_runner.last_sources)
         end = len(run.ops)
         only = None if fault is None else {fault.at + 1, end}
