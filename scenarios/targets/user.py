@@ -375,6 +375,26 @@ class Runner(abc.ABC):
         found += [d for d in self._containment.descriptions() if d not in found]
         return found + [d for d in import_findings(self.factory) if d not in found]
 
+    def mark(self) -> tuple[int, ...]:
+        """How many escapes, unsupported calls and refusals were noted so far (for
+        :meth:`rewind`)."""
+        return tuple(len(noted) for noted in self._noted())
+
+    def rewind(self, mark: tuple[int, ...]) -> None:
+        """Forget the escapes, unsupported calls and refusals noted since ``mark``: a
+        recording that is no run of the workload (the document kind's probe, issue 22)
+        neither reports one nor, noted first, hides it from a later run (each is noted
+        once)."""
+        for noted, n in zip(self._noted(), mark, strict=True):
+            del noted[n:]
+
+    def _noted(self) -> list[list[Any]]:
+        lists: list[list[Any]] = [self._containment.refused, self._containment.limits]
+        icpt = self._icpt
+        if icpt is not None:
+            lists += [icpt.escapes, icpt.unsupported, icpt.outside_reads]
+        return lists
+
     def _contained(self, fn: Callable[[], T]) -> T:
         """``fn()`` with every real-disk change refused (issue 21, ``faultfs._audit``)."""
         with contained(self._containment):

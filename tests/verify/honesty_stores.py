@@ -8,6 +8,7 @@ value, a store of one file per key in a subdirectory it lists.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -212,3 +213,73 @@ class ProtocolFreshNameStore:
         if not self.fs.exists(self.path):
             return None
         return json.loads(self.fs.read(self.path))
+
+
+class CacheDirStore(_Base):
+    """pytest's cache in small: a constant README written (and fsynced) once, then the
+    value file, atomically (tmp + fsync + rename + directory fsync). A crash between the
+    two leaves the README alone: load rightly returns the initial value (no value is on
+    disk, the README's bytes are the same whatever the value)."""
+
+    def save(self, value: Any) -> None:
+        readme = os.path.join(self.base_dir, "README.md")
+        if not os.path.exists(readme):
+            with open(readme, "w", encoding="utf-8") as f:
+                f.write("# a cache directory: do not commit\n")
+                f.flush()
+                os.fsync(f.fileno())
+            _fsync_dir(self.base_dir)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.base_dir)
+
+
+class CacheDirDiscardingStore(CacheDirStore):
+    """:class:`CacheDirStore` whose load, finding a temporary file (a save cut short),
+    deletes it and the value file beside it and returns the initial value: a reset over
+    the complete value the last acknowledged save left (A3, twice: the load's value and
+    its writes), the constant README beside it."""
+
+    def load(self) -> Any:
+        tmp = self.path + ".tmp"
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            _fsync_dir(self.base_dir)
+            return None
+        return super().load()
+
+
+class RotatingStore(_Base):
+    """Rotates the document to ``doc.json.bak`` (a rename), then puts the new value in
+    place (tmp + fsync + rename + directory fsync); load reads ``doc.json`` only. A
+    crash between the two renames leaves the previous value whole in the backup and no
+    document: load returns the initial value over a complete generation (a real A3,
+    which "every file its save changed, as it left them" no longer saw)."""
+
+    def save(self, value: Any) -> None:
+        if os.path.exists(self.path):
+            os.replace(self.path, self.path + ".bak")
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.base_dir)
+
+
+class EscapingCacheDirStore(CacheDirStore):
+    """:class:`CacheDirStore` that also leaves a scratch file outside its directory,
+    named after the value (S1 in every run that saves that value)."""
+
+    def save(self, value: Any) -> None:
+        name = hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
+        with open(f"/tmp/crashpoint-scratch-{name}", "w") as f:
+            f.write("x")
+        super().save(value)

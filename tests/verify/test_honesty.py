@@ -252,3 +252,64 @@ def test_a_state_storage_whose_save_swallows_state_error_breaks_recoverability(
     assert scenario["model"] == "process-crash"
     # the refused save returned as if done: a load after it finds no session (R1)
     assert "R1" in scenario["killed_by"]
+
+
+# --- 9. a constant file is no value on disk ----------------------------------------------
+
+
+def test_a_constant_file_written_before_the_value_is_no_complete_value_on_disk() -> None:
+    # pytest's cache writes README.md before the value file: a crash between the two
+    # leaves no value on disk, so a load returning the initial value is no silent reset
+    # (A3 counted the README, the same bytes whatever the value, as save#0's value)
+    result = crashpoint.verify(
+        honesty_stores.CacheDirStore, model="all", workloads=["first-save", "resize"]
+    )
+    assert "A3" not in result.killed_by(), [c.render() for c in result.counterexamples][:1]
+    assert result.verdict == "clean"
+
+
+def test_a_reset_beside_a_constant_file_is_still_a_silent_reset() -> None:
+    # the same store, whose load discards the complete value file when it finds a
+    # temporary beside it: the README is no value, but doc.json is (A3, both halves)
+    result = crashpoint.verify(
+        honesty_stores.CacheDirDiscardingStore, workloads=["resize"], shrink=False
+    )
+    assert "A3" in result.killed_by()
+    a3 = [c for c in result.counterexamples if c.invariant == "A3"]
+    assert all("README.md" in c.crash_state for c in a3)
+    assert all("as save#" in c.crash_state.get("doc.json", "") for c in a3), [
+        c.crash_state for c in a3 if "doc.json" not in c.crash_state
+    ][:1]
+    for c in a3:  # the generation named is doc.json's, never the README's save#0
+        label = c.crash_state["doc.json"].split("as ")[1].split(" ")[0]
+        assert c.expected in (
+            f"load reads the complete value on disk ({label}'s)",
+            f"load's writes leave {label}'s complete value recoverable",
+        ), (c.expected, c.crash_state)
+    assert len({c.expected.split(" (")[0][:20] for c in a3}) == 2  # both halves of A3
+
+
+def test_a_reset_over_a_rotated_backup_is_still_a_silent_reset() -> None:
+    # main renamed to bak, the crash before the new main: the backup holds the previous
+    # value whole (its file not constant: each save leaves other bytes in it)
+    result = crashpoint.verify(honesty_stores.RotatingStore, workloads=["resize"], shrink=False)
+    a3 = [c for c in result.counterexamples if c.invariant == "A3"]
+    assert any(
+        "doc.json" not in c.crash_state and "as save#" in c.crash_state.get("doc.json.bak", "")
+        for c in a3
+    ), [c.crash_state for c in result.counterexamples][:3]
+
+
+def test_the_probe_of_constant_files_hides_no_escape_from_a_later_run() -> None:
+    # the probe (a recording of two values, issue 22) saves one of resize's values after
+    # first-save is judged: its escape, noted once, must not be missing from resize's run
+    result = crashpoint.verify(
+        honesty_stores.EscapingCacheDirStore, workloads=["first-save", "resize"], shrink=False
+    )
+    assert "A3" not in result.killed_by()
+    escaped = {
+        c.got
+        for c in result.counterexamples
+        if c.invariant == "S1" and c.workload == "resize" and c.got.startswith("changed ")
+    }
+    assert len(escaped) == 6, escaped  # one scratch file per save of resize

@@ -40,6 +40,7 @@ from ....faultfs import (
     PersistenceModel,
     RecordingFileSystem,
 )
+from ....faultfs._fresh import match_fresh_names
 from ...engine.explore import Finding, InvariantInfo, Run, Step, fault_spec, register_invariants
 from ...targets.user import BadTarget, Runner, TargetTimeout, load_factory
 
@@ -136,6 +137,9 @@ _TEN_SAVES_BYTES = (120, 5000, 300, 9000, 4000, 4200, 12500, 60, 8200, 4090)
 
 EXTRA_WORKLOADS = ("ten-saves", "large-values")
 """Document workloads run only when named (``--workload``)."""
+
+PROBE_WORKLOAD = "constant-files probe"
+"""The name of the probe's recording (:meth:`DocumentKind._probe`; no ``--workload``)."""
 
 
 # --- values ------------------------------------------------------------------------
@@ -376,8 +380,13 @@ class _RunData:
     """Document facts of one recorded run."""
 
     blobs: dict[bytes, str] = field(default_factory=dict)
+    changed: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    """Each acknowledged save's label → the files it changed (or made), with the bytes
+    it left in them (what :meth:`DocumentKind._constant_paths` compares)."""
     final_paths: frozenset[str] = frozenset()
     initial_paths: frozenset[str] = frozenset()
+    constant: frozenset[str] | None = None
+    """The run's constant paths, once judging needed them (None: not worked out yet)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +424,8 @@ class DocumentKind:
 
     name = "document"
     subject = "the document"
+    probes = True
+    """Whether constant paths may be learnt from a probe recording (:meth:`_probe`)."""
     tiebreak: tuple[str, ...] = ("fault", "state_digest", "got")
 
     def __init__(
@@ -453,6 +464,8 @@ class DocumentKind:
         self._runs: dict[tuple[str, tuple[str, ...], Fault | None], Run] = {}
         self.observed: dict[str, DocObservation] = {}
         """Observations of crash states by digest, shared by every workload and model."""
+        self._probe_run: Run | None = None
+        self._probed = False
 
     # --- workloads ------------------------------------------------------------------
     def workload(self, name: str) -> DocWorkload:
@@ -607,9 +620,11 @@ class DocumentKind:
             steps.append(step)
             if step.error is None:  # a complete generation: what an acknowledged save left
                 old = dict(before.files)
+                changed = data.changed.setdefault(label, {})
                 for path, blob in fs.crash_state().files:
                     if old.get(path) != blob and blob:
                         data.blobs.setdefault(blob, label)
+                        changed[path] = blob
             if step.error is not None:
                 # "later saves and loads work" (A4): the same process loads at once.
                 load = Step(f"load after {label}", rec.op_count)
@@ -729,14 +744,7 @@ class DocumentKind:
                 out.append(
                     Finding("A4", f"{before} or {failed.label}'s own value after it failed", got)
                 )
-        on_disk = [
-            label
-            for path, blob in state.files
-            if path in data.final_paths
-            and not _outside(path, self.base)
-            and (label := data.blobs.get(blob)) is not None
-            and not self._initial_value_is(label, saves, init)
-        ]
+        on_disk = self._on_disk(run, state, saves, init) if is_initial else []
         rolled_back = self._rolled_back(k, obs, saves)
         if (
             is_initial
@@ -789,6 +797,15 @@ class DocumentKind:
             for path, blob in state.files
             if path in data.final_paths and (label := data.blobs.get(blob)) is not None
         ]
+        if labels:  # a constant file's bytes are no generation (issue 22)
+            constant = self._constant_paths(run)
+            labels = [
+                label
+                for path, blob in state.files
+                if path in data.final_paths
+                and path not in constant
+                and (label := data.blobs.get(blob)) is not None
+            ]
         if not labels:
             return False
         newest = max(order[label] for label in labels)
@@ -824,16 +841,8 @@ class DocumentKind:
         disk they left returns neither its value nor a later save's. None when none was
         on disk (a recovery rolling back an uncommitted change, SQLite's hot journal) or
         it is still recoverable."""
-        data: _RunData = run.data
         order = {s.label: i for i, s in enumerate(saves)}
-        labels = [
-            label
-            for path, blob in state.files
-            if path in data.final_paths
-            and not _outside(path, self.base)
-            and (label := data.blobs.get(blob)) is not None
-            and not self._initial_value_is(label, saves, init)
-        ]
+        labels = self._on_disk(run, state, saves, init)
         if not labels:
             return None
         newest = max(labels, key=order.__getitem__)
@@ -842,6 +851,112 @@ class DocumentKind:
         if again is not None and self._matches(again, later):
             return None
         return newest
+
+    def _on_disk(
+        self, run: Run, state: CrashState, saves: Sequence[Step], init: DocObservation
+    ) -> list[str]:
+        """The labels of the complete generations on disk in ``state`` (A3, SPEC.md
+        §10), in file order: a file of a crash-free run, inside the base, holding what
+        an acknowledged save left in some file, at a path that is not constant
+        (:meth:`_constant_paths`: pytest's cache README is no value); a save whose value
+        is the initial value is left out."""
+        data: _RunData = run.data
+        found = [
+            (path, label)
+            for path, blob in state.files
+            if path in data.final_paths
+            and not _outside(path, self.base)
+            and (label := data.blobs.get(blob)) is not None
+            and not self._initial_value_is(label, saves, init)
+        ]
+        if not found:
+            return []
+        constant = self._constant_paths(run)
+        return [label for path, label in found if path not in constant]
+
+    def _constant_paths(self, run: Run) -> frozenset[str]:
+        """The paths of ``run`` whose bytes do not depend on the value saved (issue 22):
+        every acknowledged save that changed the path left the same bytes in it, and
+        saves of at least two different values did. A path the run's own saves cannot
+        decide (changed by saves of one value only: a README written once) is decided
+        with the probe's saves as well (:meth:`_probe`, its names matched onto the
+        run's). Worked out once per run, and only when a judgement needs it."""
+        data: _RunData = run.data
+        if data.constant is not None:
+            return data.constant
+        writes = self._writes(run)
+        undecided = [
+            p
+            for p, seen in writes.items()
+            if p in data.final_paths
+            and len({b for b, _ in seen}) == 1
+            and not self._values_differ([v for _, v in seen])
+        ]
+        probe = self._probe() if undecided else None
+        if probe is not None:
+            renaming, _ = match_fresh_names(
+                run.ops, probe.ops, recorded_initial=run.initial, rerun_initial=probe.initial
+            )
+            for path, seen in self._writes(probe).items():
+                writes.setdefault(renaming.path(path) or path, []).extend(seen)
+        data.constant = frozenset(
+            p
+            for p, seen in writes.items()
+            if len({b for b, _ in seen}) == 1 and self._values_differ([v for _, v in seen])
+        )
+        return data.constant
+
+    def _writes(self, run: Run) -> dict[str, list[tuple[bytes, Any]]]:
+        """Path → (the bytes an acknowledged save left in it, the save's value), for
+        every save of ``run`` that changed the path."""
+        data: _RunData = run.data
+        values = {s.label: s.payload[1] for s in run.steps if s.payload[0] == "save"}
+        out: dict[str, list[tuple[bytes, Any]]] = {}
+        for label, files in data.changed.items():
+            for path, blob in files.items():
+                out.setdefault(path, []).append((blob, values[label]))
+        return out
+
+    def _values_differ(self, values: Sequence[Any]) -> bool:
+        return any(not self._same(values[0], v) for v in values[1:])
+
+    def _probe(self) -> Run | None:
+        """The probe (issue 22): one more crash-free recording of the target, saving two
+        distinct values (:meth:`_probe_values`), once per target; never explored, no
+        crash state of it is judged or counted. None when it cannot be made (the
+        values are not two, the factory raised)."""
+        if not self._probed and self.probes:
+            self._probed = True
+            runner = self.runner
+            sizes = list(self.saved_sizes)  # value_sizes reports the workloads' values
+            mark, before = runner.mark(), set(runner.unsupported())
+            try:
+                values = self._probe_values()
+                if values is not None:
+                    self._probe_run = self._record(DocWorkload(PROBE_WORKLOAD, values), None)
+                if not set(runner.unsupported()) <= before:
+                    self._probe_run = None  # a call the model could not follow: no evidence
+            except TargetTimeout:
+                raise
+            except Exception:
+                self._probe_run = None
+            finally:
+                runner.rewind(mark)
+                self.saved_sizes = sizes
+        return self._probe_run
+
+    def _probe_values(self) -> tuple[Any, Any] | None:
+        """Two distinct values of the workloads' own (no new draw), the first unlike
+        the first value of ``first-save`` and of ``resize`` (a file only a first save
+        writes, a README, is then written by saves of two values); None when the
+        values are fewer than two."""
+        first = self.workload("first-save").values
+        resize = self.workload("resize").values
+        firsts = [first[0], resize[0]]
+        pool = [*resize[2:3], *resize[1:2], *resize[3:], *first, *resize[:1]]
+        a = next((v for v in pool if not any(self._same(v, f) for f in firsts)), pool[0])
+        b = next((v for v in [*first, *pool] if not self._same(v, a)), None)
+        return None if b is None else (a, b)
 
     def _initial_value_is(self, label: str, saves: Sequence[Step], init: DocObservation) -> bool:
         step = next((s for s in saves if s.label == label), None)
