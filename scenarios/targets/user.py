@@ -179,13 +179,21 @@ def load_factory(spec: str) -> Callable[..., Any]:
     ``readline`` or ``posix``.
 
     The standard library's probe for a usable temporary directory (``tempfile.
-    gettempdir``: it creates and removes a file in ``/tmp``; the result is cached) runs
-    first, outside containment: a module that calls it at import (portalocker 4.4's
+    gettempdir``) is answered first, outside containment, by the first writable candidate
+    directory, without the probe's real file: a module that calls it at import (portalocker 4.4's
     default arguments, ``directory=tempfile.gettempdir()``) would otherwise find every
     candidate refused and fail with "No usable temporary directory".
 
     Raises BadTarget naming the target and the reason."""
-    tempfile.gettempdir()
+    if tempfile.tempdir is None:  # the first writable candidate, chosen without a probe file
+        tempfile.tempdir = next(
+            (
+                d
+                for d in tempfile._candidate_tempdir_list()  # type: ignore[attr-defined]
+                if os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)
+            ),
+            None,
+        )
     imported = Containment()
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
