@@ -157,6 +157,10 @@ _F_UNLCK = 2
 _LOCK_SH, _LOCK_EX, _LOCK_UN = 1, 2, 8
 _AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = 0x400, 0x1000
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000)
+
+SYMLINK_NOTE = " (a symbolic link the program removed again: an empty file in the model while it existed)"
+"""How a transient symbolic link is listed among the ignored paths (git's core.symlinks
+probe, issue 24): the model has no symbolic links."""
 _RWF_APPEND = 0x10
 # fallocate(2) modes
 _FALLOC_KEEP_SIZE, _FALLOC_PUNCH_HOLE, _FALLOC_COLLAPSE_RANGE = 0x1, 0x2, 0x8
@@ -423,6 +427,7 @@ class StraceReplay:
     mismatched: list[str] = field(default_factory=list)
     mapped: list[str] = field(default_factory=list)
     _locks: dict[str, int] = field(default_factory=dict)
+    _symlinks: dict[str, str] = field(default_factory=dict)  # model path -> real path
     _synced: dict[int, str] = field(default_factory=dict)  # tfd -> "fsync"/"fdatasync"
     _procs: dict[int, _Proc] = field(default_factory=dict)
     _table: DescriptorTable | None = None
@@ -505,6 +510,8 @@ class StraceReplay:
                     self.mismatched.append(f"{call.name} by pid {call.pid}: the model raised {exc}")
             for _ in range(self._ops() - before):
                 self.sources.append(Source(call.pid, call.name, self.counts[key]))
+        for mpath in self._symlinks:
+            self._unsupported("symlink", f"the model has no symbolic links: {mpath} remains")
 
     def _ops(self) -> int:
         count = getattr(self.fs, "op_count", None)
@@ -540,6 +547,9 @@ class StraceReplay:
                 self._tmpfile(proc, c, self._resolve(proc, base, path), flags, cloexec)
                 return
             mpath = self.model_path(real)
+            if mpath is not None and mpath in self._symlinks:
+                self._unsupported(name, f"it follows the symbolic link {mpath}")
+                return
             if mpath is None:
                 if flags & (os.O_CREAT | os.O_TRUNC):
                     self._outside(name, real)
@@ -689,6 +699,9 @@ class StraceReplay:
                     self._unsupported(name, "across the directory's boundary")
                 return
             tab.rename(msrc, mdst)
+            self._symlinks.pop(mdst, None)
+            if msrc in self._symlinks:
+                self._symlinks[mdst] = self._symlinks.pop(msrc)
             return
         if name in ("unlink", "unlinkat", "rmdir"):
             if name == "unlinkat":
@@ -704,6 +717,7 @@ class StraceReplay:
                 tab.rmdir(mpath)
             else:
                 tab.unlink(mpath)
+                self._symlinks.pop(mpath, None)
             return
         if name in ("mkdir", "mkdirat"):
             if name == "mkdirat":
@@ -755,10 +769,22 @@ class StraceReplay:
                 real = self._resolve(proc, _fd(a[1])[1], _str(a[2]))
             else:
                 real = self._resolve(proc, "", _str(a[1]))
-            if self.model_path(real) is None:
+            mpath = self.model_path(real)
+            if mpath is None:
                 self._outside(name, real)
+            elif self.fs.exists(mpath):
+                raise FileExistsError(_errno.EEXIST, "File exists", mpath)
             else:
-                self._unsupported(name, "the model has no symbolic links")
+                # The model has no symbolic links. One the program removes again itself
+                # (git's core.symlinks probe: symlink, lstat, unlink) stands in the model
+                # as an empty file while it exists: atomic, never followed (an open of it
+                # is unsupported), and named; one still there when the trace ends is
+                # unsupported (:meth:`feed`).
+                tab.close(tab.open(mpath, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                self._symlinks[mpath] = real
+                note = real + SYMLINK_NOTE
+                if note not in self.ignored:
+                    self.ignored.append(note)
             return
         if name in ("sync", "syncfs"):
             self._unsupported(name, "a whole-filesystem flush")

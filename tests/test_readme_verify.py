@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashpoint.scenarios.kinds.document.kind import DOC_BASE, VALUE_STRATEGIES
-
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -18,6 +16,8 @@ def verify_section() -> str:
 
 
 def test_the_verify_section_says_what_the_target_sees() -> None:
+    from crashpoint.scenarios.kinds.document.kind import DOC_BASE, VALUE_STRATEGIES
+
     section = verify_section()
     assert "any JSON value" in section and "not only dicts" in section
     for name in VALUE_STRATEGIES:  # every value option, by its --values name

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import crashpoint
 import pytest
-from crashpoint.scenarios.engine.explore import Counterexample
-from crashpoint.scenarios.targets.user import load_factory
 from library_support import crash_state, need, spec
+
+if TYPE_CHECKING:
+    from crashpoint.scenarios.engine.explore import Counterexample
 
 PAGE = 4096
 
 
 def verify(target: str, **options: Any) -> tuple[str, Any]:
+    from crashpoint.scenarios.targets.user import load_factory
+
     s = spec(target)
     return s, crashpoint.verify(load_factory(s), target=s, **options)
 

@@ -103,7 +103,8 @@ def test_the_tempfile_probe_is_not_an_escape(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     _need()
-    code, rep, text = _verify(capsys, tmp_path, "--workload", "first-save", "--model", "ext4")
+    # power-loss: a family 75a7228 knew too, so the test fails there on the probe alone
+    code, rep, text = _verify(capsys, tmp_path, "--workload", "first-save", "--model", "power-loss")
     assert code == 0, text
     assert rep["verdict"] == "clean"
     assert rep["totals"]["violations"] == 0  # no S1 for the probe
@@ -121,15 +122,15 @@ def test_a_load_that_opens_lists_and_fsyncs_its_directory_is_judged(
         "--workload",
         "first-save",
         "--model",
-        "ext4",
+        "power-loss",
         save_code=SAVE_PLAIN,
         load_code=LOAD_LISTING,
     )
     assert code == 1, text  # judged, not refused as a bad target (exit 2)
     assert rep["verdict"] == "violation"
-    # without a directory fsync, ext4 may lose the rename after the save returned
+    # without a directory fsync, a power loss may lose the rename after the save returned
     found = {(v["invariant"], s["model"]) for s in rep["scenarios"] for v in s["violations"]}
-    assert ("A2", "ext4") in found
+    assert ("A2", "power-loss") in found
     assert not any(
         "IsADirectoryError" in v["load_returned"] for s in rep["scenarios"] for v in s["violations"]
     )

@@ -22,8 +22,6 @@ from pathlib import Path
 import pytest
 from crashpoint._cli import main
 from crashpoint.faultfs import PROCESS_CRASH
-from crashpoint.scenarios.explain.evidence import MAX_BYTES, EvidenceError, load_evidence
-from crashpoint.scenarios.explain.search import emit_test, explain
 
 
 def run(capsys: pytest.CaptureFixture[str], out: Path, *args: str) -> tuple[int, str, str]:
@@ -137,6 +135,9 @@ def test_sizes_of_10_to_the_30_blame_the_evidence(
 def test_every_input_has_the_cap_and_declared_bytes_are_never_materialised(
     tmp_path: Path,
 ) -> None:
+    from crashpoint.scenarios.explain.evidence import MAX_BYTES, EvidenceError, load_evidence
+    from crashpoint.scenarios.explain.search import emit_test, explain
+
     big = tmp_path / "big.json"  # 51 bytes declaring 200 MB
     big.write_text('{"files":[{"name":"s1.json","size":200000000}]}')
     with pytest.raises(EvidenceError, match="declares more than"):

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from crashpoint._cli import main
-from crashpoint.scenarios.explain.search import file_view
 
 ROOT = Path(__file__).resolve().parents[2]
 JSONSTORE = ROOT / "examples" / "stores" / "jsonstore.py"
@@ -125,6 +124,8 @@ def test_one_card_per_crash_state_lists_every_invariant_it_breaks(
 def test_zero_filled_and_binary_bytes_are_summarised(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from crashpoint.scenarios.explain.search import file_view
+
     view = file_view(b'{"a": ' + bytes(4096))
     assert [s["text"] for s in view["segments"]] == ['{"a": ', "\u27e84090 zero bytes\u27e9"]
     binary = file_view(b"head" + bytes(range(128, 256)) + "tail: ünïcödé 中文中文中文".encode())

@@ -10,12 +10,13 @@ import crashpoint
 import honesty_stores
 import pytest
 import stores
-from crashpoint.scenarios.targets.user import BadTarget, TargetTimeout, load_factory
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "stores", "jsonstore.py")
 
 
 def example(name: str) -> object:
+    from crashpoint.scenarios.targets.user import load_factory
+
     return load_factory(f"{os.path.abspath(EXAMPLE)}:{name}")
 
 
@@ -118,6 +119,8 @@ def test_writing_outside_the_base_directory_breaks_confinement() -> None:
 
 
 def test_a_save_that_writes_nothing_is_refused() -> None:
+    from crashpoint.scenarios.targets.user import BadTarget
+
     with pytest.raises(BadTarget, match="save returned but no file operation was recorded"):
         crashpoint.verify(stores.SilentStore)
 
@@ -126,11 +129,15 @@ def test_a_save_that_writes_nothing_is_refused() -> None:
     "factory", [stores.RaisingSaveStore, stores.raising_factory, stores.wrong_signature]
 )
 def test_a_target_that_cannot_run_cleanly_is_a_bad_target(factory: object) -> None:
+    from crashpoint.scenarios.targets.user import BadTarget
+
     with pytest.raises(BadTarget):
         crashpoint.verify(factory)  # type: ignore[arg-type]
 
 
 def test_a_hanging_save_is_stopped_by_the_timeout() -> None:
+    from crashpoint.scenarios.targets.user import TargetTimeout
+
     with pytest.raises(TargetTimeout) as e:
         crashpoint.verify(stores.HangingStore, timeout=0.5)
     assert "save()" in e.value.call
@@ -276,6 +283,8 @@ FAMILIES = {"ext4", "xfs", "btrfs", "posix"}
 
 
 def store(module: str, name: str) -> object:
+    from crashpoint.scenarios.targets.user import load_factory
+
     return load_factory(f"{os.path.abspath(os.path.join(STORES_DIR, module))}:{name}")
 
 

@@ -38,6 +38,7 @@ def verify(tmp_path: Path, target: str, values: str) -> tuple[int, dict[str, Any
             str(out),
         ]
     )
+    assert (out / "report.json").is_file(), f"exit {code}: no report (refused)"
     return code, json.loads((out / "report.json").read_text(encoding="utf-8"))
 
 

@@ -142,6 +142,7 @@ def test_a_random_workload_ending_in_the_initial_value_is_no_silent_reset_from_t
         "--model",
         "process-crash,ext4",
     )
+    assert code != 2, err  # judged, not refused
     rep = report(out)
     found = [v["invariant"] for s in rep["scenarios"] for v in s["violations"]]
     assert "A3" not in found, found

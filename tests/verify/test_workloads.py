@@ -9,21 +9,15 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import crashpoint
 import pytest
 import workload_stores
 from crashpoint._cli import main
-from crashpoint.faultfs import PROCESS_CRASH, CrashState, Op, OpKind, crash_points
-from crashpoint.scenarios.kinds.document.kind import (
-    DOC_WORKLOADS,
-    DocumentKind,
-    many_saves_bytes,
-    parse_sizes,
-    value_bytes,
-)
-from crashpoint.scenarios.targets.user import load_factory
+
+if TYPE_CHECKING:
+    from crashpoint.scenarios.kinds.document.kind import DocumentKind
 
 HERE = Path(__file__).resolve().parent
 STORES = HERE / "workload_stores.py"
@@ -47,10 +41,14 @@ class _NoRunner:
 
 
 def _kind(**options: Any) -> DocumentKind:
+    from crashpoint.scenarios.kinds.document.kind import DocumentKind
+
     return DocumentKind(_NoRunner(), "t", **options)  # type: ignore[arg-type]
 
 
 def test_many_saves_is_a_default_workload_of_16_saves_across_4k_and_64k() -> None:
+    from crashpoint.scenarios.kinds.document.kind import DOC_WORKLOADS, value_bytes
+
     assert "many-saves" in DOC_WORKLOADS
     saves = _kind().workload("many-saves").values
     sizes = [value_bytes(v) for v in saves]
@@ -65,6 +63,8 @@ def test_many_saves_is_a_default_workload_of_16_saves_across_4k_and_64k() -> Non
 
 
 def test_sizes_sets_the_boundaries_and_large_values_crosses_one_mib() -> None:
+    from crashpoint.scenarios.kinds.document.kind import many_saves_bytes, parse_sizes, value_bytes
+
     assert parse_sizes("4K,64K,1M") == (4096, 65536, 2**20)
     assert parse_sizes("64k, 4096") == (4096, 65536)
     wide = [value_bytes(v) for v in _kind(sizes=(4096, 65536, 2**20)).workload("many-saves").values]
@@ -78,6 +78,8 @@ def test_sizes_sets_the_boundaries_and_large_values_crosses_one_mib() -> None:
 def test_bad_sizes_are_a_one_line_usage_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str
 ) -> None:
+    from crashpoint.scenarios.kinds.document.kind import parse_sizes
+
     with pytest.raises(ValueError, match="--sizes"):
         parse_sizes(bad)
     code, _out, err = _cli(capsys, tmp_path / "r", f"{STORES}:SoundStore", "--sizes", bad)
@@ -118,6 +120,8 @@ def test_a_store_writing_values_over_16k_in_place_is_caught_by_default(
 
 
 def test_the_sound_store_is_clean_on_the_default_workloads() -> None:
+    from crashpoint.scenarios.kinds.document.kind import DOC_WORKLOADS
+
     result = crashpoint.verify(workload_stores.SoundStore)
     result.assert_no_violations()
     assert {r.workload for r in result.results} == set(DOC_WORKLOADS)
@@ -145,6 +149,8 @@ def test_a_store_broken_once_2ms_have_passed_is_caught_at_the_same_save_every_ru
 def test_torn_states_of_one_write_that_leave_the_same_image_are_one_state() -> None:
     # A write rewriting 64 KiB of which only the last page changes: its torn prefixes
     # (one per 4 KiB page) leave the old image but for the last page: one state, not 16.
+    from crashpoint.faultfs import PROCESS_CRASH, CrashState, Op, OpKind, crash_points
+
     old = b"a" * 65536
     initial = CrashState((("/d/f", old),), ("/d",))
     new = b"a" * 61440 + b"b" * 4096
@@ -181,6 +187,8 @@ def test_a_crash_state_already_judged_in_a_faulted_run_is_not_judged_again() -> 
     # ENOSPC, EDQUOT and EIO at the in-place store's write leave the same run (the save
     # raises, nothing written): the crash state after it is judged once, its A1 found
     # once (three times before issue 22).
+    from crashpoint.scenarios.targets.user import load_factory
+
     in_place = load_factory(f"{EXAMPLE}:InPlaceJsonStore")
     result = crashpoint.verify(in_place, workloads=["first-save"], faults=True, shrink=False)
     errors = [c for c in result.counterexamples if c.fault.split(":")[-1] in _ERRNOS]
@@ -235,6 +243,8 @@ def test_sizes_and_large_values_through_the_public_api_cross_one_mib() -> None:
     ``many-saves`` cross every boundary named, up to 1 MiB, and ``large-values`` crosses
     1 MiB; the bounds reached stand in the result, every page boundary crossed (75a7228
     had neither option nor workload, and its largest value was about 9 KB)."""
+    from crashpoint.scenarios.targets.user import load_factory
+
     store = load_factory(f"{HERE.parent.parent / 'examples' / 'stores' / 'jsonstore.py'}:JsonStore")
     result = crashpoint.verify(
         store, sizes="4K,64K,1M", workloads=["many-saves", "large-values"], shrink=False
