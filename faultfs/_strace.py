@@ -158,7 +158,9 @@ _LOCK_SH, _LOCK_EX, _LOCK_UN = 1, 2, 8
 _AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = 0x400, 0x1000
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000)
 
-SYMLINK_NOTE = " (a symbolic link the program removed again: an empty file in the model while it existed)"
+SYMLINK_NOTE = (
+    " (a symbolic link the program removed again: an empty file in the model while it existed)"
+)
 """How a transient symbolic link is listed among the ignored paths (git's core.symlinks
 probe, issue 24): the model has no symbolic links."""
 _RWF_APPEND = 0x10
@@ -547,9 +549,11 @@ class StraceReplay:
                 self._tmpfile(proc, c, self._resolve(proc, base, path), flags, cloexec)
                 return
             mpath = self.model_path(real)
-            if mpath is not None and mpath in self._symlinks:
-                self._unsupported(name, f"it follows the symbolic link {mpath}")
-                return
+            if self._symlinks:
+                asked = self.model_path(self._resolve(proc, base, path))
+                if asked in self._symlinks:  # (strace's -y shows the file it resolved to)
+                    self._unsupported(name, f"it follows the symbolic link {asked}")
+                    return
             if mpath is None:
                 if flags & (os.O_CREAT | os.O_TRUNC):
                     self._outside(name, real)

@@ -448,3 +448,41 @@ def test_flock_and_fcntl_locks_are_lock_events_only(tmp_path: Path) -> None:
     events = [e.kind for e in r.fs.trace.events if e.kind in (OpKind.LOCK, OpKind.UNLOCK)]
     assert events == [OpKind.LOCK, OpKind.UNLOCK] * 3
     assert r.kinds() == [OpKind.CREATE, OpKind.WRITE, OpKind.WRITE, OpKind.CREATE]
+
+
+def test_a_symlink_removed_again_is_an_empty_file_while_it_exists(tmp_path: Path) -> None:
+    """git's core.symlinks probe (``create_default_files``): mkstemp, unlink, symlink on the
+    same name, lstat, unlink. The model has no symbolic links; one the program removes
+    again stands in it as an empty file meanwhile, and is named."""
+    r = same(
+        tmp_path,
+        """
+        with open(p("data"), "wb") as f:
+            f.write(b"kept")
+        os.symlink("testing", p("tXYZ"))
+        assert os.path.islink(p("tXYZ"))
+        os.unlink(p("tXYZ"))
+        """,
+    )
+    kinds = r.kinds()
+    assert kinds.count(OpKind.CREATE) == 2 and kinds.count(OpKind.UNLINK) == 1
+    assert any("symbolic link the program removed again" in p for p in r.replay.ignored)
+
+
+def test_a_symlink_that_remains_or_is_followed_is_unsupported(tmp_path: Path) -> None:
+    r = run_replayed(
+        tmp_path,
+        """
+        with open(p("data"), "wb") as f:
+            f.write(b"kept")
+        os.symlink("data", p("kept-link"))
+        os.symlink("data", p("followed"))
+        with open(p("followed"), "rb") as f:
+            f.read()
+        os.unlink(p("followed"))
+        """,
+    )
+    assert any("follows the symbolic link /m/followed" in u for u in r.replay.unsupported), (
+        r.replay.unsupported
+    )
+    assert any("kept-link remains" in u for u in r.replay.unsupported)
