@@ -124,13 +124,6 @@ def test_one_card_per_crash_state_lists_every_invariant_it_breaks(
 def test_zero_filled_and_binary_bytes_are_summarised(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from crashpoint.scenarios.explain.search import file_view
-
-    view = file_view(b'{"a": ' + bytes(4096))
-    assert [s["text"] for s in view["segments"]] == ['{"a": ', "\u27e84090 zero bytes\u27e9"]
-    binary = file_view(b"head" + bytes(range(128, 256)) + "tail: ünïcödé 中文中文中文".encode())
-    text = "".join(s["text"] for s in binary["segments"])
-    assert text == "head\u27e8128 binary bytes\u27e9tail: ünïcödé 中文中文中文"
     _, _, _, _ = verify(
         capsys,
         tmp_path / "r",
@@ -143,6 +136,14 @@ def test_zero_filled_and_binary_bytes_are_summarised(
     html = (tmp_path / "r" / "report.html").read_text()
     assert " zero bytes\u27e9" in html
     assert "\u2400" * 16 not in html  # never a wall of NUL glyphs
+
+    from crashpoint.scenarios.explain.search import file_view
+
+    view = file_view(b'{"a": ' + bytes(4096))
+    assert [s["text"] for s in view["segments"]] == ['{"a": ', "\u27e84090 zero bytes\u27e9"]
+    binary = file_view(b"head" + bytes(range(128, 256)) + "tail: ünïcödé 中文中文中文".encode())
+    text = "".join(s["text"] for s in binary["segments"])
+    assert text == "head\u27e8128 binary bytes\u27e9tail: ünïcödé 中文中文中文"
 
 
 def test_thread_tracebacks_go_to_the_report_and_one_line_to_stderr(

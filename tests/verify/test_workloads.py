@@ -226,6 +226,7 @@ def test_the_random_workloads_bounds_stand_next_to_the_verdict(
     )
     rep = _report(tmp_path)
     assert code == 0 and rep["verdict"] == "clean"
+    assert "workload_bounds" in rep
     bounds = rep["workload_bounds"]
     assert bounds["first-save"]["saves"] == 1 and bounds["first-save"]["value_bytes"] > 0
     assert bounds["random"]["max_saves"] == 6 and bounds["random"]["examples"] == 3
@@ -238,22 +239,30 @@ def test_the_random_workloads_bounds_stand_next_to_the_verdict(
         assert "exhaustive" not in text.replace("every crash state of these workloads", "")
 
 
-def test_sizes_and_large_values_through_the_public_api_cross_one_mib() -> None:
-    """Issue 22 (undeserved cleans): ``crashpoint.verify(sizes="4K,64K,1M")`` makes
-    ``many-saves`` cross every boundary named, up to 1 MiB, and ``large-values`` crosses
-    1 MiB; the bounds reached stand in the result, every page boundary crossed (75a7228
-    had neither option nor workload, and its largest value was about 9 KB)."""
-    from crashpoint.scenarios.targets.user import load_factory
-
-    store = load_factory(f"{HERE.parent.parent / 'examples' / 'stores' / 'jsonstore.py'}:JsonStore")
-    result = crashpoint.verify(
-        store, sizes="4K,64K,1M", workloads=["many-saves", "large-values"], shrink=False
+def test_sizes_and_large_values_through_the_cli_cross_one_mib(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 22 (undeserved cleans): ``--sizes 4K,64K,1M`` makes ``many-saves`` cross
+    every boundary named, up to 1 MiB, and ``large-values`` crosses 1 MiB; the bounds
+    reached stand in the report, every page boundary crossed (75a7228 had neither option
+    nor workload, and its largest value was about 9 KB: exit 2)."""
+    code, _out, err = _cli(
+        capsys,
+        tmp_path,
+        f"{EXAMPLE}:JsonStore",
+        "--sizes",
+        "4K,64K,1M",
+        "--workload",
+        "many-saves",
+        "--workload",
+        "large-values",
     )
-    bounds = result.workload_bounds
+    assert code == 0, err
+    rep = _report(tmp_path)
+    bounds = rep["workload_bounds"]
     assert bounds["many-saves"]["saves"] >= 16
     assert bounds["many-saves"]["value_bytes"] > 2**20
     assert bounds["large-values"]["value_bytes"] > 2**20
-    assert result.value_sizes["max"] > 2**20
-    assert result.value_sizes["boundaries_not_crossed"] == []
-    assert sum(r.crash_points for r in result.results) > 0
-    assert not result.canary
+    assert rep["value_sizes"]["max"] > 2**20
+    assert rep["value_sizes"]["boundaries_not_crossed"] == []
+    assert sum(sc["crash_points"] for sc in rep["scenarios"]) > 0
