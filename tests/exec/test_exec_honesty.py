@@ -146,3 +146,38 @@ def test_random_tempfile_names_of_faulted_re_runs_are_renamed_not_diverged(
     assert rep["scenarios"][0]["faults"] > 0
     assert rep["renamed"]
     assert all(p["from"].endswith(".tmp") and p["to"].endswith(".tmp") for p in rep["renamed"])
+
+
+HONESTY_STORES = Path(__file__).resolve().parent.parent / "verify" / "honesty_stores.py"
+
+
+@pytest.mark.exec
+@pytest.mark.parametrize(
+    ("store", "a3"), [("CacheDirStore", False), ("CacheDirDiscardingStore", True)]
+)
+def test_constant_files_are_decided_under_the_strace_runner_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: str, a3: bool
+) -> None:
+    """A constant README written before the value (pytest's cache in small) is no value
+    on disk under ``--runner strace`` either (the probe recording runs traced); a load
+    discarding the complete value beside it is still A3."""
+    _need()
+    out = tmp_path / "out"
+    code = main(
+        [
+            "verify",
+            f"{HONESTY_STORES}:{store}",
+            "--runner",
+            "strace",
+            "--workload",
+            "first-save" if not a3 else "resize",
+            "--out",
+            str(out),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code != 2, err
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    found = {v["invariant"] for s in rep["scenarios"] for v in s["violations"]}
+    assert ("A3" in found) is a3, (found, err)
+    assert sum(s["crash_points"] for s in rep["scenarios"]) > 0
