@@ -34,7 +34,9 @@ is judged as the recording's repetition under that renaming.
 ``verify`` adds (among others) ``"workload_bounds"``: ``{workload: {"saves",
 "value_bytes"}}`` (the most saves of one run, the largest value in UTF-8 JSON bytes;
 ``random`` also ``"max_saves"``, the search's bound, and ``"examples"``): the verdict's
-reach, said next to it (issue 22).
+reach, said next to it (issue 22); and ``"fault_points_not_examined"``: crash points of the
+faulted runs (``--faults``) past the failing call's recovery path and the next save that
+were not judged (0 with ``--fault-crash-points all``).
 
 A *hypothetical* finding (FAULT-MODEL.md §3) is reachable only through a model's device
 options (``--atomic-write`` below the block, ``--drive-ignores-flush``): it is listed in
@@ -277,6 +279,7 @@ def report_extra(result: VerifyResult) -> dict[str, Any]:
         "value_sizes": dict(result.value_sizes),
         "shrunk": dict(result.shrunk),
         "workload_bounds": {k: dict(v) for k, v in result.workload_bounds.items()},
+        "fault_points_not_examined": result.fault_points_not_examined,
         "leftover_states": result.leftovers,
         "warnings": [violation_dict(c) for c in result.warnings[:25]],
         "warning_count": len(result.warnings),

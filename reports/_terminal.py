@@ -40,6 +40,12 @@ def bounds_line(report: Mapping[str, Any]) -> str | None:
         if not cut
         else f"not every crash state of these workloads was explored ({cut} combinations cut)"
     )
+    skipped = report.get("fault_points_not_examined", 0)
+    if skipped:
+        covered += (
+            f"; {skipped:,} crash points of faulted runs past the recovery path and the next "
+            "save were not examined (--fault-crash-points all judges them)"
+        )
     return f"workloads: {'; '.join(parts)}: {covered} (values are UTF-8 JSON bytes)"
 
 

@@ -382,6 +382,10 @@ class EngineResult:
         renamed: names the faulted re-runs created afresh, mapped onto the names the
             recording created at the same position (``{"from": re-run name, "to":
             recording name}``; issue 22): a re-run that differs only in them is judged.
+        fault_points_skipped: crash points of the faulted runs, after their fault,
+            that the fault window left out (past the recovery path and the next save,
+            before the end; ``fault_window=None`` judges them): counted, never
+            examined (issue 22).
     """
 
     workload: str
@@ -408,6 +412,7 @@ class EngineResult:
     options: dict[str, int | None] = field(default_factory=dict, repr=False)
     hypothetical: list[Counterexample] = field(default_factory=list)
     renamed: list[dict[str, str]] = field(default_factory=list)
+    fault_points_skipped: int = 0
 
     def sort(self) -> None:
         """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
@@ -452,6 +457,7 @@ class EngineResult:
         self.owned_points += other.owned_points
         self.owned_cut += other.owned_cut
         self.faults += other.faults
+        self.fault_points_skipped += other.fault_points_skipped
         self.state_ids |= other.state_ids
         self.invariants = tuple(dict.fromkeys(self.invariants + other.invariants))
         self.counterexamples = [*self.counterexamples, *other.counterexamples]
@@ -703,8 +709,13 @@ def explore_models(
             else {*range(fault.at + 1, min(fault.at + 1 + fault_window, end + 1)), end}
             | recovery_points(run, fault)
         )
+        skipped = (
+            0 if only is None else sum(1 for k in range(fault.at + 1, end + 1) if k not in only)
+        )
         for judge in judges:
             judge.run(run, from_point=fault.at + 1, only=only)
+            if judge.crash_point is None:  # a replay of one crash point skips nothing
+                judge.result.fault_points_skipped += skipped
     seconds = (time.perf_counter() - started) / max(len(judges), 1)
     results = []
     for judge in judges:

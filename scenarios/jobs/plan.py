@@ -170,7 +170,11 @@ def _run_generic(entry: KindEntry, plan: Plan, factory: Callable[..., Any]) -> V
                 target=plan.target,
                 faults=faults,
                 crashes=crashes,
-                fault_window=None if plan.fault is not None else 1,
+                fault_window=(
+                    None
+                    if plan.fault is not None or plan.options.get("fault_points") == "all"
+                    else 1
+                ),
                 crash_point=plan.crash_point,
                 shard=plan.shard,
             )

@@ -60,6 +60,12 @@ class VerifyResult:
         return [c for c in self.conformance if not c["passed"]]
 
     @property
+    def fault_points_not_examined(self) -> int:
+        """Crash points of faulted runs the fault window left out (report key
+        ``fault_points_not_examined``; ``--fault-crash-points all`` judges them)."""
+        return sum(r.fault_points_skipped for r in self.results)
+
+    @property
     def counterexamples(self) -> list[Counterexample]:
         return [c for r in self.results for c in r.counterexamples]
 

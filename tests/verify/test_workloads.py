@@ -183,6 +183,34 @@ def test_a_recovery_path_after_a_fault_is_torn_too(
     assert found[0]["crash_state"]["doc.json"] == "empty"
 
 
+def test_crash_points_past_the_recovery_path_are_counted_and_judged_on_request(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # DegradedAfterFailureStore writes in place only from the second save after a failed
+    # one: by default those crash points of the faulted runs are not judged, and the report
+    # counts them (never a silent clean); --fault-crash-points all judges them: A1/A2.
+    target = f"{STORES}:DegradedAfterFailureStore"
+    args = ("--faults", "--workload", "resize")
+    code, out, _ = _cli(capsys, tmp_path / "recovery", target, *args)
+    rep = _report(tmp_path / "recovery")
+    assert code == 0 and rep["verdict"] == "clean"
+    assert rep["fault_points_not_examined"] > 0
+    assert f"{rep['fault_points_not_examined']:,} crash points of faulted runs" in out
+    code, out, _ = _cli(capsys, tmp_path / "all", target, *args, "--fault-crash-points", "all")
+    rep = _report(tmp_path / "all")
+    assert code == 1 and rep["fault_points_not_examined"] == 0
+    found = {v["invariant"] for s in rep["scenarios"] for v in s["violations"] if v.get("fault")}
+    assert found & {"A1", "A2"}, found
+    assert "crash points of faulted runs" not in out
+
+
+def test_fault_crash_points_without_faults_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = _cli(capsys, tmp_path, f"{STORES}:SoundStore", "--fault-crash-points", "all")
+    assert code == 2 and "--faults" in err and "Traceback" not in err
+
+
 def test_a_crash_state_already_judged_in_a_faulted_run_is_not_judged_again() -> None:
     # ENOSPC, EDQUOT and EIO at the in-place store's write leave the same run (the save
     # raises, nothing written): the crash state after it is judged once, its A1 found

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 __all__ = [
+    "DegradedAfterFailureStore",
     "ExdevFallbackStore",
     "LargeInPlaceStore",
     "LateClockStore",
@@ -107,6 +108,26 @@ class ExdevFallbackStore(SoundStore):
                 raise
             shutil.copyfile(tmp, self.path)
             os.unlink(tmp)
+
+
+class DegradedAfterFailureStore(SoundStore):
+    """Once a save has failed, rewrites the document in place from the second save after
+    the failure on (a store that leaves its safe mode after one good retry): broken only
+    past the failing call's recovery path and the next save."""
+
+    def __init__(self, base_dir: str) -> None:
+        super().__init__(base_dir)
+        self.failed_at: int | None = None
+
+    def save(self, value: Any) -> None:
+        try:
+            super().save(value)
+        except OSError:
+            self.failed_at = self.saves
+            raise
+
+    def in_place(self, data: str) -> bool:
+        return self.failed_at is not None and self.saves >= self.failed_at + 2
 
 
 class TwoBugsStore(SoundStore):

@@ -456,6 +456,9 @@ class DocumentKind:
         self.seed = seed
         self.examples = 20
         """Hypothesis examples of the ``random`` search (a replay repeats the search)."""
+        self.every_fault_point = False
+        """Judge every crash point of a faulted run (``--fault-crash-points all``), not
+        only its recovery path and next save (issue 22)."""
         self.base = runner.base_dir
         boot = MemoryFileSystem(dirs=_ROOTS)
         self.initial_state = boot.crash_state()
