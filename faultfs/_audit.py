@@ -131,11 +131,16 @@ def contained(containment: Containment | None = None) -> Iterator[Containment]:
         sys.addaudithook(_hook)
         _INSTALLED.append(True)
     guard = containment if containment is not None else Containment()
-    token = _GUARD.set(guard)
+    previous = _GUARD.get()
+    _GUARD.set(guard)
     try:
         yield guard
     finally:
-        _GUARD.reset(token)
+        # Only while it is still ours: a generator suspended inside this context and
+        # finalized later by the garbage collector (hypothesis's, a target's) must not
+        # put back a guard whose context ended long ago (it would refuse the reports).
+        if _GUARD.get() is guard:
+            _GUARD.set(previous)
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:

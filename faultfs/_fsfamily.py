@@ -618,7 +618,27 @@ class _Replay:
                 rec.replay(names, dirs)
         return names, dirs
 
-    def options(self, inode: int, kept: frozenset[int]) -> tuple[list[bytes], int]:
+    def options(
+        self,
+        inode: int,
+        kept: frozenset[int],
+        memo: dict[tuple[int, tuple[int, ...]], tuple[list[bytes], int]] | None = None,
+    ) -> tuple[list[bytes], int]:
+        """:meth:`_options`, memoized in ``memo`` (one crash point's) by what of ``kept``
+        it reads: the positions of the inode's own pending truncations. The metadata
+        choices of a point share them (a file rewritten in place shares one list)."""
+        if memo is None:
+            return self._options(inode, kept)
+        key = (
+            inode,
+            tuple(q for q, _, _ in self.data[inode].pending if q is not None and q in kept),
+        )
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = self._options(inode, kept)
+        return hit
+
+    def _options(self, inode: int, kept: frozenset[int]) -> tuple[list[bytes], int]:
         """The contents ``inode`` may have when the metadata ``kept`` persisted (the first
         the page cache's, the second with no dirty block written back), and an upper
         bound on the contents the bounds left out.
@@ -667,33 +687,49 @@ class _Replay:
         blocks = sorted(versions)
         counts = [len(versions[b]) for b in blocks]
         total = math.prod(c + 1 for c in counts)
-        picks: list[tuple[int, ...]]
+        every: Iterable[tuple[int, ...]]
+        prefixes = sum(math.prod(counts[:j]) for j in range(len(blocks) + 1))
         if self.family.block_order == "offset" or len(blocks) > self.model.writeback_bound:
-            # offset-order prefixes, each chosen block at any of its contents
-            picks = [
+            # offset-order prefixes, each chosen block at any of its contents (generated
+            # lazily: a block rewritten 16 times in 17 blocks has 16**17 of them)
+            every = (
                 (*combo, *([0] * (len(blocks) - j)))
                 for j in range(len(blocks), -1, -1)
                 for combo in itertools.product(*(range(1, c + 1) for c in counts[:j]))
-            ]
+            )
         else:
-            picks = list(itertools.product(*(range(c + 1) for c in counts)))
+            every = itertools.product(*(range(c + 1) for c in counts))
         # the choices the rule allows: every one ("any"), or the prefixes ("offset")
-        allowed = len(picks) if self.family.block_order == "offset" else total
-        picks = picks[:_MAX_PICKS]
+        allowed = prefixes if self.family.block_order == "offset" else total
+        picks = list(itertools.islice(every, _MAX_PICKS))
         left = (allowed - len(picks)) * len(sizes)
         latest = tuple(counts)
         none = (0,) * len(blocks)
         out: dict[bytes, None] = {}
+        # No crash point takes more than max_states states, and the fair order
+        # (:func:`_fair`) takes an inode's contents in this list's order: past the first
+        # ``cap`` the contents are never used, so they are not built (a 64 KiB file
+        # rewritten in place without an fsync has thousands), only counted in ``left``.
+        cap = self.model.max_states + 4
+        tried = 0
+        candidates = (2 + len(picks)) * len(sizes)
         for pick in (latest, none, *picks):
+            if len(out) >= cap:
+                break
             chosen = {b: versions[b][c - 1] for b, c in zip(blocks, pick, strict=True) if c}
             for size in sizes:
+                tried += 1
                 out.setdefault(_overlay(bare, chosen, size, bs), None)
+        left += candidates - tried
         # ext4 delayed allocation: the size advanced only as far as a written prefix, to
         # any block boundary between the smallest and the largest size
         # (each write's page cache in turn: what writeback found then)
         low, high = min(sizes), max(sizes)
         ends = sorted({(b + 1) * bs for b in blocks} | set(range((low // bs + 1) * bs, high, bs)))
         for snapshot in snapshots[-_MAX_SNAPSHOTS:]:
+            if len(out) >= cap:
+                left += len(ends)
+                continue
             for end in ends:
                 size = min(high, max(low, end))
                 chosen = {}
@@ -755,7 +791,12 @@ class _Frame:
 
     __slots__ = ("dirs", "fixed", "inodes", "left", "paths", "slot_opts", "slots")
 
-    def __init__(self, replay: _Replay, kept: frozenset[int]) -> None:
+    def __init__(
+        self,
+        replay: _Replay,
+        kept: frozenset[int],
+        memo: dict[tuple[int, tuple[int, ...]], tuple[list[bytes], int]] | None = None,
+    ) -> None:
         names, dirs = replay.replay_names(kept)
         self.paths = tuple(sorted(names))
         self.inodes = [names[p] for p in self.paths]
@@ -765,7 +806,7 @@ class _Frame:
         self.slot_opts: list[list[bytes]] = []
         self.left = 0
         for inode in dict.fromkeys(self.inodes):
-            contents, left = replay.options(inode, kept)
+            contents, left = replay.options(inode, kept, memo)
             self.fixed[inode] = contents[0]
             if len(contents) > 1:
                 self.slots.append(inode)
@@ -787,7 +828,8 @@ def _states(replay: _Replay) -> tuple[tuple[CrashState, ...], int]:
     choices, left = replay.choices()
     # every metadata choice a bound left out, with every data combination it may have
     cut = left * replay.data_bound() if left else 0
-    frames = [_Frame(replay, kept) for kept in choices]
+    memo: dict[tuple[int, tuple[int, ...]], tuple[list[bytes], int]] = {}
+    frames = [_Frame(replay, kept, memo) for kept in choices]
     # contents the writeback bound left out, each combined with the frame's others
     for frame in frames:
         if frame.left:

@@ -202,16 +202,35 @@ class CrashTrace:
     """What a counterexample was found in, kept by the engine so report.html can show
     its operation timeline and files byte for byte without recording the run again
     (issue 19): the run's initial disk, operations, marks and steps (shared with every
-    other counterexample of the run, never copied), its base directory, the crash state
+    other counterexample of the run, never copied), its base directory, the crash
+    state's crash point, digest and model (the state itself is derived again on demand,
+    :attr:`state`: thousands of counterexamples of 64 KiB files must not each hold one)
     and what the kind observed of it (None for a finding on the trace itself: S1, F1)."""
 
     initial: CrashState
     ops: Sequence[Op]
     marks: Sequence[Op]
     base: str
-    state: CrashState
+    model: PersistenceModel
+    crash_point: int
+    digest: str
     steps: Sequence[Step] = ()
     observation: Any = None
+
+    @property
+    def state(self) -> CrashState:
+        """The crash state: the one of ``model``'s states at ``crash_point`` (or the
+        state after that many complete operations, a trace finding's) whose digest is
+        ``digest``. Raises LookupError when none is (the trace is not its run's)."""
+        k = self.crash_point
+        for point in crash_points(self.model, self.initial, self.ops, points=(k,)):
+            for state in point.states:
+                if state.digest() == self.digest:
+                    return state
+        prefix = prefix_state(self.initial, self.ops, k)
+        if prefix.digest() == self.digest:
+            return prefix
+        raise LookupError(f"no crash state {self.digest[:12]} at crash point {k}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -900,7 +919,10 @@ class _Judge(Generic[W, Obs]):
         state_ids = result.state_ids
         digest_of = self.digests.state
         observe, judge = kind.observe, kind.judge
-        by_state: dict[tuple[int, str], list[tuple[CrashState, Finding]]] = {}
+        # the findings of each (crash point, state digest), each with its crash state's
+        # description (described at once: the state itself is not held)
+        by_state: dict[tuple[int, str], list[tuple[dict[str, str], Finding]]] = {}
+        describe = kind.describe_state
         faulted, judged = run.fault is not None, self.judged
 
         for k, finding in kind.trace_findings(run):
@@ -909,7 +931,9 @@ class _Judge(Generic[W, Obs]):
                 state = state_after(run, k)
                 if self.shard is not None and not _in_shard(state, self.shard):
                     continue  # the shard holding its crash state reports it
-                by_state.setdefault((k, digest_of(state)), []).append((state, finding))
+                by_state.setdefault((k, digest_of(state)), []).append(
+                    (describe(state, run, finding.subject or kind.subject), finding)
+                )
         traced = set(by_state)  # judged on the state after k operations: never hypothetical
         for k, states in judged_crash_states(
             self.model,
@@ -939,7 +963,9 @@ class _Judge(Generic[W, Obs]):
                     for finding in found:
                         invariant_info(finding.invariant)  # unregistered: KeyError, no drop
                         if finding.invariant in wanted:
-                            by_state.setdefault((k, digest), []).append((state, finding))
+                            by_state.setdefault((k, digest), []).append(
+                                (describe(state, run, finding.subject or kind.subject), finding)
+                            )
             result.check_seconds += time.perf_counter() - t0
         real = self._real_states(run, from_point, only) if by_state else None
         marks = run.timeline_marks() if by_state else []  # built only for findings
@@ -948,8 +974,8 @@ class _Judge(Generic[W, Obs]):
             hypothetical = (
                 real is not None and (k, digest) not in traced and digest not in real.get(k, ())
             )
-            for state, finding in pairs:
-                c = self._counterexample(run, k, state, digest, finding, broken, marks)
+            for described, finding in pairs:
+                c = self._counterexample(run, k, described, digest, finding, broken, marks)
                 if invariant_info(finding.invariant).severity == "warning":
                     result.warnings.append(c)
                 elif hypothetical:
@@ -987,7 +1013,7 @@ class _Judge(Generic[W, Obs]):
         self,
         run: Run,
         k: int,
-        state: CrashState,
+        described: dict[str, str],
         digest: str,
         f: Finding,
         broken: tuple[str, ...],
@@ -1006,7 +1032,7 @@ class _Judge(Generic[W, Obs]):
             ops[k].render() if k < len(ops) else RUN_DONE,
             ops[k - 1].render() if k > 0 else NOTHING_DONE,
             subject,
-            self.kind.describe_state(state, run, subject),
+            described,
             digest,
             f.expected,
             f.got,
@@ -1017,7 +1043,9 @@ class _Judge(Generic[W, Obs]):
                 run.ops,
                 marks,
                 run.base,
-                state,
+                self.model,
+                k,
+                digest,
                 run.steps,
                 None if obs is _UNOBSERVED else obs,
             ),

@@ -389,6 +389,11 @@ class _RunData:
     """The run's constant paths, once judging needed them (None: not worked out yet)."""
 
 
+_PLAIN = (dict, list, tuple, str, bytes, int, float, bool, type(None))
+"""The types :meth:`DocumentKind._intern` shares loaded values of (their ``repr`` is
+their value)."""
+
+
 @dataclass(frozen=True, slots=True)
 class DocObservation:
     """What loading a rebooted crash state gave.
@@ -456,6 +461,7 @@ class DocumentKind:
         self.seed = seed
         self.examples = 20
         """Hypothesis examples of the ``random`` search (a replay repeats the search)."""
+        self._interned: dict[tuple[type, str], Any] = {}
         self.every_fault_point = False
         """Judge every crash point of a faulted run (``--fault-crash-points all``), not
         only its recovery path and next save (issue 22)."""
@@ -680,6 +686,8 @@ class DocumentKind:
             raise
         except Exception as exc:
             value, error = None, _error(exc)
+        if error is None:
+            value = self._intern(value)
         reads = frozenset(e.path for e in rec.trace.events if e.kind is OpKind.READ)
         # "Writes over" (A3): a file of the crash state changed or removed. Creating a
         # file that was not there (tinydb creates an empty db.json) overwrites nothing.
@@ -687,6 +695,18 @@ class DocumentKind:
         after = dict(left.files)
         wrote = any(after.get(path) != blob for path, blob in state.files)
         return DocObservation(value, error, reads, wrote), left
+
+    def _intern(self, value: Any) -> Any:
+        """One object for every equal loaded value of plain JSON types (compared by type
+        and ``repr``): the observations of thousands of crash states that load the same
+        64 KiB value share it instead of holding a copy each (the observation cache)."""
+        if not isinstance(value, _PLAIN) or isinstance(value, (int, float, bool)):
+            return value
+        try:
+            key = (type(value), repr(value))
+        except Exception:
+            return value
+        return self._interned.setdefault(key, value)
 
     def observe_initial(self) -> DocObservation:
         """Load on the empty base directory: the initial value (SPEC.md §10)."""
