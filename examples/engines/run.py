@@ -81,6 +81,7 @@ def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int
         jobs=jobs,
         seed=seed,
         shrink=False,
+        volatile=volatile(mod, config),
     )
     out = EngineRun(mod.NAME, config, mod.version(), [m.name for m in models], workloads)
     out.seconds = time.monotonic() - t0
@@ -97,6 +98,13 @@ def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int
             "or a call the replay does not model (classify.REPLAY_GAPS)"
         )
     return out
+
+
+def volatile(mod: Any, config: str) -> tuple[str, ...]:
+    """The ``--volatile`` globs the engine module declares for ``config`` (its
+    ``volatile(config)``; none when it has no such function)."""
+    fn = getattr(mod, "volatile", None)
+    return tuple(fn(config)) if fn is not None else ()
 
 
 def as_dict(r: EngineRun) -> dict[str, Any]:
