@@ -7,6 +7,7 @@ tests need no strace; the stores run under strace (marker ``exec``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -89,6 +90,30 @@ def test_a_store_reading_a_volatile_file_back_as_data_is_caught() -> None:
     # it, and the verdict says it is incomplete (the mapping is named)
     bare, _ = _verify("trusting", (), ("first-save",))
     assert _violations(bare) == [] and MAPPING in _unsupported(bare)
+
+
+@pytest.mark.exec
+def test_verify_exec_volatile_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    reason = strace_available()
+    if reason is not None:
+        pytest.skip(reason)
+    cmd = f"{sys.executable} {STORE} rebuilding"
+    out = tmp_path / "o"
+    args = ["--exec", "--save", f"{cmd} save {{dir}} {{value}}", "--load", f"{cmd} load {{dir}}"]
+    args += ["--workload", "first-save", "--jobs", "2", "--out", str(out)]
+    code = main(["verify", *args, "--volatile", "index.map", "--volatile", "index.map"])
+    text = capsys.readouterr().out
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert (code, rep["verdict"]) == (0, "clean"), rep.get("unsupported")
+    assert rep["exec"]["volatile"]["globs"] == ["index.map"]  # given twice, kept once
+    assert rep["exec"]["volatile"]["mapped"] == ["/data/store/index.map"]
+    assert "volatile (garbage in every crash state): index.map" in text
+    bare = main(["verify", *args[:-1], str(tmp_path / "p")])  # undeclared: incomplete, exit 1
+    capsys.readouterr()
+    assert bare == 1
+    assert json.loads((tmp_path / "p" / "report.json").read_text())["verdict"] == "incomplete"
 
 
 # --- no strace needed -----------------------------------------------------------------
