@@ -184,6 +184,15 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "run stops (exit 2)",
     )
     p.add_argument(
+        "--volatile",
+        action="append",
+        metavar="GLOB",
+        help="--exec or --runner strace, document kind: a file matching GLOB (relative to "
+        "{dir}; repeatable) is volatile, content the program rebuilds after a crash and "
+        "never trusts (SQLite's db.sqlite-shm): a shared writable mmap of it does not make "
+        "the verdict incomplete, and every crash state holds garbage in its place",
+    )
+    p.add_argument(
         "--baseline",
         metavar="REPORT",
         help="an earlier report.json: fail only on findings not in it",
@@ -360,6 +369,11 @@ def _verify(
         raise VerifyUsageError("--save and --load apply to --exec only")
     elif args.max_output is not None:
         raise VerifyUsageError("--max-output applies to --exec only")
+    elif args.volatile:
+        raise VerifyUsageError(
+            "--volatile applies to --exec and --runner strace only (a shared writable mmap "
+            "is seen in a system-call trace, not by the interception)"
+        )
     elif not args.target:
         raise VerifyUsageError("give TARGET (package.module:factory or file.py:factory) or --exec")
     out = _prepare_out(args.out)
@@ -389,6 +403,7 @@ def _verify(
                 storage=args.exec,
                 max_output=args.max_output,
                 shown=shown,
+                volatile=tuple(args.volatile or ()),
             )
             options: dict[str, Any] = {"transport": commands}
             if args.fault_crash_points != "recovery":
@@ -541,6 +556,13 @@ def _verify(
             )
             for note in exec_facts.untargeted:
                 console.print(f"not injected: {note}", markup=False)
+            if exec_facts.volatile:
+                mapped = ", ".join(exec_facts.volatile_mapped) or "none"
+                console.print(
+                    f"volatile (garbage in every crash state): {', '.join(exec_facts.volatile)}; "
+                    f"mapped shared and writable: {mapped}",
+                    markup=False,
+                )
         for check in result.failed_checks:
             console.print(
                 f"conformance {check['id']} failed: {check['check']}: {check['why']}", markup=False

@@ -20,7 +20,9 @@ What is not replayed is never dropped silently:
   ``node-compile-cache``); an escape onto memory-backed storage (``/dev/shm``, any
   tmpfs) says so (:func:`memory_backed`);
 * a call the model cannot represent on a file of the directory (``mmap`` shared and
-  writable: the file is named in :attr:`StraceReplay.mapped`; ``msync``,
+  writable: the file is named in :attr:`StraceReplay.mapped`, unless the user declared it
+  *volatile* (:func:`volatile_match`: content the program rebuilds after a crash and never
+  trusts; every crash state then holds garbage in its place); ``msync``,
   ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``'s
   ``COLLAPSE_RANGE``/``INSERT_RANGE``/``UNSHARE_RANGE``, ``renameat2``'s
   ``RENAME_EXCHANGE``, ``io_uring_*``, ``symlink``, ``sync``, ``openat2`` ...) is
@@ -45,6 +47,7 @@ effect on a crash state; one holder per file, released by unlock or the last clo
 from __future__ import annotations
 
 import errno as _errno
+import fnmatch
 import os
 import posixpath
 import re
@@ -62,9 +65,11 @@ __all__ = [
     "TRACED_SYSCALLS",
     "StraceReplay",
     "Syscall",
+    "check_volatile",
     "parse_log",
     "strace_argv",
     "strace_available",
+    "volatile_match",
 ]
 
 TRACED_SYSCALLS = (
@@ -168,6 +173,28 @@ _RWF_APPEND = 0x10
 _FALLOC_KEEP_SIZE, _FALLOC_PUNCH_HOLE, _FALLOC_COLLAPSE_RANGE = 0x1, 0x2, 0x8
 _FALLOC_ZERO_RANGE, _FALLOC_INSERT_RANGE, _FALLOC_UNSHARE_RANGE = 0x10, 0x20, 0x40
 _PROC_FD = re.compile(r"^/proc/(?:self|thread-self|\d+)/fd/(\d+)$")
+
+
+def check_volatile(globs: Sequence[str]) -> tuple[str, ...]:
+    """``--volatile``'s globs, checked: each relative to the directory under test, not
+    empty, without a ``..`` component. Returns them as a tuple (duplicates dropped).
+    Raises ValueError (one line) naming a glob that is not so."""
+    out: list[str] = []
+    for glob in globs:
+        if not glob or glob.startswith("/") or ".." in glob.split("/"):
+            raise ValueError(
+                f"--volatile {glob!r}: give a glob relative to the directory under test "
+                "(db.sqlite-shm, *.lock), without '/' in front or '..'"
+            )
+        if glob not in out:
+            out.append(glob)
+    return tuple(out)
+
+
+def volatile_match(globs: Sequence[str], rel: str) -> bool:
+    """``rel`` (a path relative to the directory under test, ``/``-separated) matches one
+    of ``globs`` (:func:`fnmatch.fnmatchcase`: ``*`` also matches ``/``; case counts)."""
+    return any(fnmatch.fnmatchcase(rel, g) for g in globs)
 
 
 def strace_available() -> str | None:
@@ -414,6 +441,10 @@ class StraceReplay:
             and the real directory disagree: the trace after them is not exact).
         mapped: model paths of files mapped shared and writable (``mmap``): stores to
             them reach the file with no system call (the report marks them).
+        volatile: globs, relative to ``model_root``, of the files the user declared
+            volatile (:func:`volatile_match`): a shared writable mapping of one is not
+            unsupported (the caller puts garbage in its place in every crash state).
+        volatile_mapped: the model paths of :attr:`mapped` that are volatile.
     """
 
     fs: FileSystem
@@ -428,6 +459,8 @@ class StraceReplay:
     counts: dict[tuple[int, str], int] = field(default_factory=dict)
     mismatched: list[str] = field(default_factory=list)
     mapped: list[str] = field(default_factory=list)
+    volatile: tuple[str, ...] = ()
+    volatile_mapped: list[str] = field(default_factory=list)
     _locks: dict[str, int] = field(default_factory=dict)
     _symlinks: dict[str, str] = field(default_factory=dict)  # model path -> real path
     _synced: dict[int, str] = field(default_factory=dict)  # tfd -> "fsync"/"fdatasync"
@@ -446,6 +479,13 @@ class StraceReplay:
         if real.startswith(root + "/"):
             return self.model_root + real[len(root) :]
         return None
+
+    def is_volatile(self, mpath: str) -> bool:
+        """The model path ``mpath`` is a file declared volatile (:attr:`volatile`)."""
+        root = self.model_root.rstrip("/") + "/"
+        return bool(self.volatile) and (
+            mpath.startswith(root) and volatile_match(self.volatile, mpath[len(root) :])
+        )
 
     def _resolve(self, proc: _Proc, base: str, path: str) -> str:
         if not path.startswith("/"):
@@ -804,6 +844,12 @@ class StraceReplay:
                 # its stores reach the file with no system call: the trace cannot see them
                 if mpath not in self.mapped:
                     self.mapped.append(mpath)
+                if self.is_volatile(mpath):
+                    # declared volatile: what the stores leave is never read back as data
+                    # (the crash states hold garbage in its place), so nothing is lost
+                    if mpath not in self.volatile_mapped:
+                        self.volatile_mapped.append(mpath)
+                    return
                 self._unsupported("mmap", f"a shared writable mapping of {mpath}")
             return  # a read-only or private mapping changes no file
         if name == "fallocate":

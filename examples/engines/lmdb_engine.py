@@ -1,9 +1,12 @@
 """LMDB (``lmdb``, the py-lmdb binding and its bundled liblmdb): default, ``sync=False``,
-``metasync=False``.
+``metasync=False``, and ``locked`` (the default with ``lock=True``, py-lmdb's own default).
 
 One write transaction replaces every record (:mod:`_codec`). The environment is opened
-with ``lock=False``: the driver is one process at a time, and the lock file is a shared
-writable mapping that the strace replay can only name (issue 23), not model; the data
+with ``lock=False`` but in ``locked``: the driver is one process at a time, and the lock
+file is a shared writable mapping that the strace replay can only name (issue 23), not
+model. ``locked`` declares it volatile (:func:`volatile`; docs/models.md, "LMDB's
+lock.mdb"): the first opener, holding the exclusive lock, initialises the lock region
+again (mdb.c ``mdb_env_setup_locks``); the data
 file is written with ``pwrite`` (``writemap=False``, the default) and read through a
 read-only mapping, which is harmless. LMDB has no integrity checker of its own
 (``mdb_stat`` only prints); a load that cannot open the environment is an atomicity
@@ -23,6 +26,7 @@ CONFIGS: dict[str, dict[str, bool]] = {
     "default": {},
     "nosync": {"sync": False},
     "nometasync": {"metasync": False},
+    "locked": {"lock": True},
 }
 DEFAULT = "default"
 
@@ -32,8 +36,18 @@ def version() -> str:
     return ".".join(map(str, lmdb.version()))
 
 
+def volatile(config: str) -> tuple[str, ...]:
+    """The files of ``config`` liblmdb rebuilds when it opens them first and never trusts
+    (``crashpoint verify --volatile``): ``lock.mdb`` when the environment is locked. With
+    no other process holding it, ``mdb_env_setup_locks`` takes the exclusive lock and
+    writes the lock region's magic, format, txnid and reader count afresh (the reader
+    slots past the count are never read); docs/models.md, "LMDB's lock.mdb"."""
+    return ("lock.mdb",) if CONFIGS[config].get("lock") else ()
+
+
 def _open(path: str, config: str, readonly: bool = False) -> Any:
-    return lmdb.open(path, map_size=1 << 24, lock=False, readonly=readonly, **CONFIGS[config])
+    options = {"lock": False, **CONFIGS[config]}
+    return lmdb.open(path, map_size=1 << 24, readonly=readonly, **options)
 
 
 def save(path: str, value: Any, config: str = DEFAULT) -> None:

@@ -38,8 +38,10 @@ class EngineRun:
     (wall), processes (commands run), distinct (distinct crash states judged), crash_points,
     cut (crash-state combinations the model's bounds left out: an upper bound on what was
     not examined; 0 is exhaustive for the model and workload), incomplete
-    (calls the replay could not model, named: the verdict is then incomplete), found
-    (every finding classified, recovery included)."""
+    (calls the replay could not model, named: the verdict is then incomplete), volatile
+    (model paths of the files the engine declares volatile that the run mapped shared and
+    writable: garbage in every crash state, ``--volatile``), found (every finding
+    classified, recovery included)."""
 
     engine: str
     config: str
@@ -52,6 +54,7 @@ class EngineRun:
     crash_points: int = 0
     cut: int = 0
     incomplete: list[str] = field(default_factory=list)
+    volatile: list[str] = field(default_factory=list)
     found: list[classify.Classified] = field(default_factory=list)
 
     @property
@@ -81,10 +84,12 @@ def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int
         jobs=jobs,
         seed=seed,
         shrink=False,
+        volatile=volatile(mod, config),
     )
     out = EngineRun(mod.NAME, config, mod.version(), [m.name for m in models], workloads)
     out.seconds = time.monotonic() - t0
     out.processes = facts.processes
+    out.volatile = list(facts.volatile_mapped)
     out.distinct = sum(r.distinct_states for r in result.results)
     out.crash_points = sum(r.crash_points for r in result.results)
     out.cut = sum(r.cut for r in result.results)
@@ -97,6 +102,13 @@ def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int
             "or a call the replay does not model (classify.REPLAY_GAPS)"
         )
     return out
+
+
+def volatile(mod: Any, config: str) -> tuple[str, ...]:
+    """The ``--volatile`` globs the engine module declares for ``config`` (its
+    ``volatile(config)``; none when it has no such function)."""
+    fn = getattr(mod, "volatile", None)
+    return tuple(fn(config)) if fn is not None else ()
 
 
 def as_dict(r: EngineRun) -> dict[str, Any]:

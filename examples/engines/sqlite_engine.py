@@ -35,6 +35,18 @@ CONFIGS: dict[str, tuple[str, str, str]] = {
 DEFAULT = "delete"
 
 
+def volatile(config: str) -> tuple[str, ...]:
+    """The files of ``config`` SQLite rebuilds after a crash and never trusts
+    (``crashpoint verify --volatile``): in WAL mode the wal-index ``db.sqlite-shm``, a
+    shared writable mmap. The first connection truncates it (os_unix.c
+    ``unixLockSharedMemory``: ``robust_ftruncate(pShmNode->hShm, 3)``) and, its header
+    checksums failing, rebuilds it from the WAL (wal.c ``walIndexReadHdr`` ->
+    ``walIndexRecover``); docs/models.md, "SQLite's -shm". Declared for every WAL
+    configuration (a glob matching no file changes nothing: ``wal-exclusive`` keeps its
+    wal-index in heap memory when EXCLUSIVE is set before WAL, wal.html §8)."""
+    return (FILE + "-shm",) if CONFIGS[config][0] == "WAL" else ()
+
+
 def version() -> str:
     """The SQLite library's version (not the module's)."""
     return sqlite3.sqlite_version

@@ -41,6 +41,7 @@ import atexit
 import contextlib
 import contextvars
 import errno
+import hashlib
 import json
 import os
 import selectors
@@ -77,11 +78,13 @@ from ...faultfs._strace import (
     _bytes,
     _fd,
     _str,
+    check_volatile,
     errno_name,
     parse_log,
     split_args,
     strace_argv,
     strace_available,
+    volatile_match,
 )
 from ..engine.explore import EngineResult, explore_kind, fault_spec
 from ..kinds.agent.checkers import observe
@@ -452,10 +455,35 @@ def _tail(err: bytes) -> str:
     return " ".join(lines[-1].split())[:200] if lines else ""
 
 
-def materialize(state: CrashState, model_root: str, real_root: str) -> None:
+VOLATILE_RULE = (
+    "a file matching --volatile is content the program rebuilds after a crash and never "
+    "trusts: a shared writable mapping of it is not unsupported, and in every crash state a "
+    "load starts from it holds garbage of the model's size (SHAKE-256 of its path and the "
+    "state's digest) instead of what the model holds; saves start from the model's content"
+)
+"""The stated rule of ``--volatile`` (reports list it with the globs)."""
+
+
+def volatile_garbage(path: str, digest: str, size: int) -> bytes:
+    """``size`` bytes of deterministic garbage standing for the volatile file ``path`` in
+    the crash state of digest ``digest``: SHAKE-256 of both, so the same state gives the
+    same bytes in every run and process, and another state or file other bytes."""
+    if size <= 0:
+        return b""
+    return hashlib.shake_256(f"crashpoint-volatile\0{path}\0{digest}".encode()).digest(size)
+
+
+def materialize(
+    state: CrashState, model_root: str, real_root: str, volatile: Sequence[str] = ()
+) -> None:
     """Write the files and directories of ``state`` under ``model_root`` into the
-    real directory ``real_root`` (created when ``state`` has ``model_root``)."""
+    real directory ``real_root`` (created when ``state`` has ``model_root``).
+
+    ``volatile``: globs relative to ``model_root`` (``--volatile``); a file matching one is
+    written as :func:`volatile_garbage` of its size, keyed by its path and ``state``'s
+    digest, instead of its content."""
     prefix = model_root.rstrip("/") + "/"
+    digest = state.digest() if volatile else ""
     if model_root in state.dirs:
         os.makedirs(real_root, exist_ok=True)
     for d in sorted(state.dirs):
@@ -463,8 +491,11 @@ def materialize(state: CrashState, model_root: str, real_root: str) -> None:
             os.makedirs(real_root + "/" + d[len(prefix) :], exist_ok=True)
     for path, blob in state.files:
         if path.startswith(prefix):
-            real = real_root + "/" + path[len(prefix) :]
+            rel = path[len(prefix) :]
+            real = real_root + "/" + rel
             os.makedirs(os.path.dirname(real), exist_ok=True)
+            if volatile and volatile_match(volatile, rel):
+                blob = volatile_garbage(path, digest, len(blob))
             with open(real, "wb") as f:
                 f.write(blob)
 
@@ -490,6 +521,9 @@ class ExecRunner(Runner):
         trace_loads: run loads under strace too (reads for A5, writes for A3).
         max_output: bytes a command may print on each stream, and its strace log
             may hold (:func:`run_process`; past it: OutputTooLarge, exit 2).
+        volatile: ``--volatile`` globs, relative to the directory
+            (:data:`VOLATILE_RULE`; checked by
+            :func:`~crashpoint.faultfs._strace.check_volatile`: ValueError).
 
     Attributes:
         processes: commands run so far; ignored: paths left alone by the ignore rule;
@@ -514,9 +548,13 @@ class ExecRunner(Runner):
         trace_loads: bool = True,
         storage: str | None = None,
         max_output: int = MAX_OUTPUT,
+        volatile: Sequence[str] = (),
     ) -> None:
         super().__init__(lambda *a: None, base_dir, timeout=None)
         self.max_output = max_output
+        self.volatile = check_volatile(volatile)
+        self.volatile_mapped: list[str] = []
+        """Model paths of volatile files the commands mapped shared and writable."""
         if storage is None:
             render_argv(save, dir="D", value="V")
             render_argv(load, dir="D")
@@ -571,6 +609,7 @@ class ExecRunner(Runner):
             trace_loads=self.trace_loads,
             storage=self.storage_cmd or None,
             max_output=self.max_output,
+            volatile=self.volatile,
         )
         other._plain, other._recorded, other._sources = self._plain, self._recorded, self._sources
         other._lock, other.batch, other.cwd = self._lock, self.batch, self.cwd
@@ -743,7 +782,7 @@ class ExecRunner(Runner):
             self.processes += 1
             kind = "traced" if traced else "plain"
             self._count(kind)
-        replay = StraceReplay(fs, real_root, self.base_dir, cwd=self.cwd)
+        replay = self.replay(fs, real_root)
         if not traced:
             proc = run_process(
                 argv,
@@ -771,11 +810,23 @@ class ExecRunner(Runner):
             raise BadTarget(f"strace wrote no log for {label}: {_tail(proc.stderr)}") from None
         replay.feed(calls)
         _drop_probes(replay, calls)
+        self.note_replay(replay)
+        return _Recorded(proc, replay, calls, real_root)
+
+    def replay(self, fs: Any, real_root: str) -> StraceReplay:
+        """A replay of this runner's commands run on ``real_root`` into ``fs`` (the
+        ``--volatile`` globs given)."""
+        return StraceReplay(fs, real_root, self.base_dir, cwd=self.cwd, volatile=self.volatile)
+
+    def note_replay(self, replay: StraceReplay) -> None:
+        """Keep what ``replay`` ignored and the volatile files it saw mapped."""
         with self._lock:
             for p in replay.ignored:
                 if p not in self.ignored:
                     self.ignored.append(p)
-        return _Recorded(proc, replay, calls, real_root)
+            for p in replay.volatile_mapped:
+                if p not in self.volatile_mapped:
+                    self.volatile_mapped.append(p)
 
 
 PROBE_NOTE = " (tempfile's writability probe: not the target's data)"
@@ -876,7 +927,7 @@ class ExecDocument:
         with runner._lock:
             cached = runner._recorded.get(key) if inject is None else None
         if cached is not None:
-            again = StraceReplay(fs, cached.real_root, runner.base_dir, cwd=runner.cwd)
+            again = runner.replay(fs, cached.real_root)
             again.feed(cached.calls)
             done = _Recorded(cached.proc, again, cached.calls, cached.real_root)
         else:
@@ -973,11 +1024,14 @@ class ExecDocument:
 
     def load(self) -> Any:
         runner, fs = self.runner, self.fs
+        # a crash state's volatile files hold garbage (VOLATILE_RULE); a load in the
+        # recording (after a failed save, no crash) starts from the model's content
+        volatile = runner.volatile if _CRASH_IMAGE.get() else ()
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
             state = self._state()
-            materialize(state, runner.base_dir, root)
+            materialize(state, runner.base_dir, root, volatile)
             argv = render_argv(runner.load_cmd, dir=root)
             if not runner.trace_loads:
                 done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=False)
@@ -991,7 +1045,7 @@ class ExecDocument:
                 )
                 if _snapshot(root) != before:
                     shutil.rmtree(root)
-                    materialize(state, runner.base_dir, root)
+                    materialize(state, runner.base_dir, root, volatile)
                     with runner._lock:
                         runner._count("load traced again")
                     done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
@@ -1010,6 +1064,12 @@ class ExecDocument:
 INJECT_TRIES = 3
 """Runs of a faulted record before an injection that missed its operation is told
 (as incomplete: "did not land", "trace and model disagree")."""
+
+_CRASH_IMAGE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "crashpoint_crash_image", default=False
+)
+"""True while a load runs on a crash state (:meth:`ExecDocumentKind._load_once`): its
+directory is materialized with the ``--volatile`` files as garbage."""
 
 _INJECT_MISSES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "crashpoint_inject_misses", default=None
@@ -1085,6 +1145,15 @@ class ExecDocumentKind(DocumentKind):
         self.prefetch(list(todo))
         return run
 
+    def _load_once(self, state: CrashState) -> tuple[DocObservation, CrashState]:
+        """:meth:`DocumentKind._load_once` on a crash state: the ``--volatile`` files of
+        its directory hold garbage (:data:`VOLATILE_RULE`)."""
+        token = _CRASH_IMAGE.set(True)
+        try:
+            return super()._load_once(state)
+        finally:
+            _CRASH_IMAGE.reset(token)
+
     def prefetch(self, states: list[CrashState]) -> None:
         """Observe ``states`` now, ``jobs`` load processes at a time; with the strace
         driver (``--runner strace``), in batches: one process loads up to
@@ -1119,7 +1188,7 @@ class ExecDocumentKind(DocumentKind):
             tmp = os.path.realpath(tmp)
             roots = [os.path.join(tmp, f"d{i}") for i in range(len(chunk))]
             for s, root in zip(chunk, roots, strict=True):
-                materialize(s, base, root)
+                materialize(s, base, root, runner.volatile)
             before = [_snapshot(r) for r in roots]
             aside = RecordingFileSystem(MemoryFileSystem(CrashState((), ("/",))))
             done = runner.run(
@@ -1144,7 +1213,7 @@ class ExecDocumentKind(DocumentKind):
             if wrote or not isinstance(reply, dict):
                 out.append(None)
                 continue
-            rec = StraceReplay(RecordingFileSystem(MemoryFileSystem(s)), root, base, cwd=runner.cwd)
+            rec = runner.replay(RecordingFileSystem(MemoryFileSystem(s)), root)
             rec.feed(done.calls)
             files = {p for p, _ in s.files}
             reads = frozenset(r for r in rec.reads if r in files)
@@ -1179,7 +1248,9 @@ class ExecFacts:
     """What a report adds for ``--exec``: the ignore rule and what it ignored,
     processes run (``counts``: by kind, see :attr:`ExecRunner.counts`), whether loads
     were batched per crash state, faults that could not be targeted, faulted records run
-    again because their injection missed its operation (``run_again``, :data:`INJECT_TRIES`)."""
+    again because their injection missed its operation (``run_again``, :data:`INJECT_TRIES`),
+    the ``--volatile`` globs (``volatile``; :data:`VOLATILE_RULE`) and the volatile files
+    the commands mapped shared and writable (``volatile_mapped``)."""
 
     ignored_rule: str = IGNORED_RULE
     ignored: list[str] = field(default_factory=list)
@@ -1188,9 +1259,11 @@ class ExecFacts:
     counts: dict[str, int] = field(default_factory=dict)
     batch: bool = False
     run_again: int = 0
+    volatile: list[str] = field(default_factory=list)
+    volatile_mapped: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "ignored_rule": self.ignored_rule,
             "ignored": list(self.ignored[:50]),
             "processes": self.processes,
@@ -1199,6 +1272,13 @@ class ExecFacts:
             "untargeted_faults": list(self.untargeted),
             "faults_run_again": self.run_again,
         }
+        if self.volatile:  # only when given: reports of runs without it are unchanged
+            out["volatile"] = {
+                "globs": list(self.volatile),
+                "rule": VOLATILE_RULE,
+                "mapped": list(self.volatile_mapped),
+            }
+        return out
 
 
 def verify_exec(
@@ -1217,8 +1297,15 @@ def verify_exec(
     shrink: bool = True,
     max_output: int = MAX_OUTPUT,
     shown: str = "",
+    volatile: Sequence[str] = (),
 ) -> tuple[Any, ExecFacts]:
     """Verify a document storage given as commands (see the module docstring).
+
+    ``volatile``: globs relative to ``{dir}`` naming files the program rebuilds after a
+    crash and never trusts (``--volatile``, :data:`VOLATILE_RULE`): a shared writable
+    ``mmap`` of one leaves the verdict complete, and every crash state holds garbage in
+    its place (:func:`volatile_garbage`), so a load that reads it back as data fails.
+    Raises ValueError for a glob that is absolute, empty or has ``..``.
 
     ``max_output``: bytes a command may print on each stream, and its strace log may
     hold (:func:`run_process`). ``shown``: the Python TARGET the commands run
@@ -1232,7 +1319,7 @@ def verify_exec(
     reason = strace_available()
     if reason is not None:
         raise BadTarget(f"--exec needs strace: {reason}")
-    runner = ExecRunner(save, load, timeout=timeout, max_output=max_output)
+    runner = ExecRunner(save, load, timeout=timeout, max_output=max_output, volatile=volatile)
     names = list(dict.fromkeys(workloads)) if workloads is not None else list(BASIC_WORKLOADS)
     doc = ExecDocumentKind(runner, models=models, jobs=jobs, seed=seed)
     doc.examples = examples
@@ -1284,6 +1371,8 @@ def verify_exec(
         untargeted=list(runner.untargeted),
         counts=dict(runner.counts),
         run_again=runner.faults_run_again,
+        volatile=list(runner.volatile),
+        volatile_mapped=list(runner.volatile_mapped),
     )
     return result, facts
 
@@ -1356,9 +1445,19 @@ def driver_commands(target: str, kind: str) -> tuple[str, str, str]:
 def check_exec_args(args: Any) -> None:
     """The ``--exec`` flags of ``crashpoint verify``, checked. Raises ValueError (one
     line) for a TARGET given with ``--exec``, a missing ``--save``/``--load``, a
-    placeholder missing, or an option that does not apply."""
+    placeholder missing, an option that does not apply, or a ``--volatile`` glob that is
+    absolute, empty or has ``..``."""
     if args.target:
         raise ValueError("--exec takes no TARGET: give the commands with --save and --load")
+    volatile = getattr(args, "volatile", None) or []
+    if volatile:
+        if args.kind == "state-storage":
+            raise ValueError(
+                "--volatile applies to the document kind only: a state storage's read-only "
+                "requests run on the model's files both in the recording and in crash states, "
+                "so garbage could not be put in crash states alone"
+            )
+        check_volatile(volatile)
     if args.exec:
         if args.kind != "state-storage":
             raise ValueError("--exec CMD is the state-storage form: add --kind state-storage")
@@ -1760,6 +1859,7 @@ class ExecCommands:
         max_output: bytes a command may print on each stream, and its strace log hold.
         shown: the Python TARGET the commands run (``--runner strace``): the report and
             the replay commands name it; empty for a user's own commands.
+        volatile: ``--volatile`` globs (document kind only; :func:`verify_exec`).
     """
 
     save: str = ""
@@ -1767,12 +1867,15 @@ class ExecCommands:
     storage: str = ""
     max_output: int = MAX_OUTPUT
     shown: str = ""
+    volatile: tuple[str, ...] = ()
 
     def verify(self, plan: Any) -> VerifyResult:
         """``plan`` run through :func:`verify_exec` (document) or
         :func:`verify_exec_state_storage` (state-storage); the transport's figures are
         the result's ``facts``. Raises BadTarget for another kind, and as those do."""
         if plan.kind == "state-storage":
+            if self.volatile:
+                raise BadTarget("--volatile applies to the document kind only")
             result, facts = verify_exec_state_storage(
                 self.storage,
                 models=plan.models,
@@ -1802,6 +1905,7 @@ class ExecCommands:
                 shrink=plan.options.get("shrink", True),
                 max_output=self.max_output,
                 shown=self.shown,
+                volatile=self.volatile,
             )
         else:
             raise BadTarget(f"--exec drives --kind document or state-storage, not {plan.kind!r}")
