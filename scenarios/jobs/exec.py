@@ -1500,6 +1500,19 @@ _OFFSET_ONLY = frozenset({"read", "readv", "lseek"})
 """Calls of a server's start-up not replayed to check it: they move an offset only."""
 
 
+def _marked(calls: list[Syscall], pid: int, mark: str) -> int | None:
+    """The index of ``pid``'s open of the path ``mark`` in ``calls``, or None."""
+    text = '"' + _hexed(mark) + '"'
+    return next(
+        (
+            i
+            for i, c in enumerate(calls)
+            if c.pid == pid and c.name in ("open", "openat") and text in c.args
+        ),
+        None,
+    )
+
+
 def _hexed(text: str) -> str:
     """``text`` as ``strace -xx`` prints a string's bytes."""
     return "".join(f"\\x{b:02x}" for b in text.encode())
@@ -1581,7 +1594,8 @@ class DriverServer:
             cwd=self.cwd,
         )
         replay.feed(calls)
-        _drop_probes(replay, calls)
+        if replay.escapes:
+            _drop_probes(replay, calls)  # tempfile's probe is no escape
         odd = replay.escapes + replay.unsupported + replay.mapped + replay.mismatched
         if odd:
             raise ServerGone(f"TARGET's import did more than read: {odd[0]}")
@@ -1683,12 +1697,17 @@ class DriverServer:
         mine = [ln for ln in lines if not ln.startswith(f"{self.pid} ")]
         first = next((i for i, ln in enumerate(mine) if ln.startswith(f"{child} ")), 0)
         calls = parse_log(mine[first:])
-        mark = _hexed(strace_driver.MARK)
-        start = next((i for i, c in enumerate(calls) if c.pid == child and mark in c.args), None)
+        start = _marked(calls, child, strace_driver.MARK)
         if start is None:
             raise ServerGone(f"{label}: the child's trace has no start mark")
+        calls = calls[start + 1 :]
+        # The exit check's own calls (strace_driver._quiet_exit) are not the target's.
+        end = _marked(calls, child, strace_driver.MARK + ".exit")
+        if end is not None:
+            again = _marked(calls, child, strace_driver.MARK + ".resume")
+            calls = calls[:end] + ([] if again is None else calls[again + 1 :])
         argv = [sys.executable, "-B", DRIVER, *args]
-        return subprocess.CompletedProcess(argv, status, out, err), calls[start + 1 :]
+        return subprocess.CompletedProcess(argv, status, out, err), calls
 
     def _pump(
         self,

@@ -183,9 +183,19 @@ def serve(sock_fd: int, spec: str) -> int | None:
         return 2
     import gc
 
-    # What the server holds (the interpreter, TARGET's module) is never garbage in a
-    # child: frozen, a child's collections and its exit leave those pages unshared.
-    gc.freeze()
+    gc.collect()
+    std = [sys.stdin, sys.stdout, sys.stderr, sock]
+    std += [getattr(f, "buffer", None) for f in std]
+    std += [getattr(f, "raw", None) for f in std]
+    mine = {id(f) for f in std if f is not None}
+    held = any(hasattr(type(o), "__del__") and id(o) not in mine for o in gc.get_objects())
+    if not held:
+        # What the server holds (the interpreter, TARGET's module, none of it garbage
+        # nor with a finalizer but the standard streams) is frozen: a child's collections
+        # leave those pages shared, and gc.get_objects() lists what the child made. A
+        # child that does not end at once unfreezes it first: its exit then finalises
+        # what a one-shot process's would (frozen objects are never collected).
+        gc.freeze()
     with contextlib.suppress(OSError):
         os.open(MARK + ".ready", os.O_RDONLY)  # the parent's log is whole to here
     sock.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
@@ -214,10 +224,15 @@ def serve(sock_fd: int, spec: str) -> int | None:
             for fd in fds:
                 if fd > 2:
                     os.close(fd)
+            before = set(os.listdir("/proc/self/fd"))
             with contextlib.suppress(OSError):
                 os.open(MARK, os.O_RDONLY)
             sys.argv[1:] = argv
-            return main(argv)
+            status = main(argv)
+            if not held:
+                _quiet_exit(status, before)
+                gc.unfreeze()
+            return status
         for fd in fds:
             os.close(fd)
         sock.send(json.dumps({"pid": pid}).encode())
@@ -226,6 +241,40 @@ def serve(sock_fd: int, spec: str) -> int | None:
             os.killpg(pid, signal.SIGKILL)  # what it left running, as a one-shot run's end
         _pid, status = os.waitpid(pid, 0)
         sock.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _quiet_exit(status: int, before: set[str]) -> None:
+    """End a request child at once (``os._exit(status)``) when its interpreter's exit could
+    do no I/O: no thread but this one, no atexit callback, no descriptor opened since the
+    fork (``before``), and no object made since (the server's are frozen) with a finalizer
+    (``__del__``: a file, a generator, a store's own; the server's objects are frozen,
+    so ``gc.get_objects()`` lists the child's); its standard streams are flushed first, as
+    that exit would. Otherwise return (the caller unfreezes the server's objects and the
+    child exits as a one-shot process does). Calls between :data:`MARK` ``.exit`` and
+    ``.resume`` are this check's, not the target's (the parent drops them). Python's own
+    exit touches the whole heap, a copy of each page shared with the server (about 1,400
+    page faults, 5-7 ms of CPU measured); this one touches none."""
+    import atexit
+    import contextlib
+    import gc
+
+    threading = sys.modules.get("threading")
+    if (threading is not None and threading.active_count() > 1) or atexit._ncallbacks():
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except Exception:
+        return
+    with contextlib.suppress(OSError):
+        os.open(MARK + ".exit", os.O_RDONLY)
+    if set(os.listdir("/proc/self/fd")) <= before and not any(
+        hasattr(type(o), "__del__") for o in gc.get_objects()
+    ):
+        os._exit(status)
+    with contextlib.suppress(OSError):
+        os.open(MARK + ".resume", os.O_RDONLY)
 
 
 def main(argv: list[str]) -> int:

@@ -178,3 +178,45 @@ def test_an_import_that_writes_keeps_the_one_shot_path(tmp_path: Path) -> None:
     assert "forked" not in facts.counts and facts.counts["traced"] > 0
     assert facts.counts["server"] == 1
     assert _digest(result) == _digest(alone)
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        "_KEEP.append(f)",  # a file object flushed and closed by the interpreter's exit
+        "atexit.register(f.close)",  # an atexit callback
+    ],
+)
+def test_what_the_interpreters_exit_writes_is_recorded_in_a_forked_child(
+    tmp_path: Path, keep: str
+) -> None:
+    # a child ends at once only when its exit could do no I/O: here it writes the value
+    target = _module(
+        tmp_path,
+        f"""
+        import atexit, json, os
+
+        _KEEP = []
+
+        class Store:
+            def __init__(self, base_dir):
+                self.path = os.path.join(base_dir, "doc.json")
+
+            def load(self):
+                try:
+                    with open(self.path) as f:
+                        return json.loads(f.read())
+                except (FileNotFoundError, ValueError):
+                    return None
+
+            def save(self, value):
+                f = open(self.path, "w")
+                f.write(json.dumps(value))
+                {keep}
+        """,
+    )
+    kw: dict[str, Any] = {"models": parse_models("process-crash"), "workloads": ["first-save"]}
+    forked, facts = _verify(target, server=True, **kw)  # the preflight sees the save land
+    alone, _ = _verify(target, server=False, **kw)
+    assert _digest(forked) == _digest(alone)
+    assert facts.counts["forked"] > 0 and facts.server == ""
