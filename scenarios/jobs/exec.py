@@ -1496,8 +1496,25 @@ SERVER_START = 60.0
 """Seconds a fork server may take to start (its interpreter and the target's import),
 when no ``--timeout`` says otherwise."""
 
-_OFFSET_ONLY = frozenset({"read", "readv", "lseek"})
-"""Calls of a server's start-up not replayed to check it: they move an offset only."""
+_NO_WRITE = frozenset({"read", "readv", "lseek", "close", "fcntl"})
+"""Calls of a server's start-up not replayed to check it (with its read-only opens): a
+write's own descriptor path (``-y``) says where it went, the rest moves no byte."""
+_WRITABLE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC
+
+
+def _may_write(c: Syscall) -> bool:
+    """Whether ``c`` (a call of a server's start-up) can matter to its import check."""
+    if c.name in ("open", "openat"):
+        parts = c.args.split(", ")  # (-xx: a string's commas are hex)
+        try:
+            flags = int(parts[2 if c.name == "openat" else 1], 0)
+        except (IndexError, ValueError):
+            return True
+        return bool(flags & _WRITABLE) or flags & _O_TMPFILE_FLAG == _O_TMPFILE_FLAG
+    return c.name not in _NO_WRITE
+
+
+_O_TMPFILE_FLAG = getattr(os, "O_TMPFILE", 0o20200000)
 
 
 def _marked(calls: list[Syscall], pid: int, mark: str) -> int | None:
@@ -1586,7 +1603,7 @@ class DriverServer:
         # import) is in no child's trace: a server whose import wrote, or did what the
         # model cannot represent, is not used (a one-shot child's trace would show it).
         lines = self._lines_until(f"{self.pid} ", _hexed(strace_driver.MARK + ".ready"), deadline)
-        calls = [c for c in parse_log(lines) if c.name not in _OFFSET_ONLY]
+        calls = [c for c in parse_log(lines) if _may_write(c)]
         replay = StraceReplay(
             RecordingFileSystem(MemoryFileSystem(CrashState((), ("/",)))),
             os.path.join(self.tmp, "no-such-dir"),
