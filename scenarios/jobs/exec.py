@@ -1617,6 +1617,7 @@ class DriverServer:
         if odd:
             raise ServerGone(f"TARGET's import did more than read: {odd[0]}")
         self.ignored = list(replay.ignored)
+        self._consumed()
 
     def _recv(self, deadline: float | None, what: str) -> dict[str, Any]:
         """The server's next message (a JSON object), within ``deadline``."""
@@ -1655,6 +1656,11 @@ class DriverServer:
                 chunk = os.pread(fd, 1 << 20, self.offset + len(buf))
                 if chunk:
                     buf += chunk
+                    if not scanned and buf[:1] == b"\0":
+                        # the hole :meth:`_consumed` left where strace's lines went unread
+                        hole = len(buf) - len(buf.lstrip(b"\0"))
+                        del buf[:hole]
+                        self.offset += hole
                     if len(buf) > self.max_output:
                         self.kill()
                         raise OutputTooLarge(
@@ -1723,8 +1729,15 @@ class DriverServer:
         if end is not None:
             again = _marked(calls, child, strace_driver.MARK + ".resume")
             calls = calls[:end] + ([] if again is None else calls[again + 1 :])
+        self._consumed()
         argv = [sys.executable, "-B", DRIVER, *args]
         return subprocess.CompletedProcess(argv, status, out, err), calls
+
+    def _consumed(self) -> None:
+        """Empty the log read so far (strace, which opened it without ``O_APPEND``, goes on
+        writing at its own offset, after a hole): a job's requests never pile up their
+        lines on disk, as a one-shot process's log is removed after it."""
+        os.truncate(self.log, 0)
 
     def _pump(
         self,
