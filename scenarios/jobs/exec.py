@@ -846,6 +846,8 @@ class ExecRunner(Runner):
         except ServerGone as exc:
             with pool._cond:
                 pool.failed = pool.failed or f"the driver's fork server: {exc}"
+            if exc.ran:
+                raise BadTarget(f"{label}: the strace driver's fork server failed: {exc}") from None
             return None
         finally:
             pool.give(server, ok)
@@ -1483,7 +1485,11 @@ def driver_commands(target: str, kind: str) -> tuple[str, str, str]:
 class ServerGone(Exception):
     """The driver's fork server cannot answer: it did not start, its target's import did
     what a one-shot child's trace would show (a write, an unsupported call), it died or
-    broke the protocol. The request runs one-shot instead (:meth:`ExecRunner.run`)."""
+    broke the protocol. The request runs one-shot instead (:meth:`ExecRunner.run`),
+    unless ``ran``: its child had started on the request's directory, which is no longer
+    the state it was given (BadTarget, exit 2)."""
+
+    ran = False
 
 
 _ONE_SHOT: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -1710,19 +1716,29 @@ class DriverServer:
             if not isinstance(msg.get("pid"), int):
                 raise ServerGone(f"{label}: {msg.get('error', msg)}")
             child = int(msg["pid"])
-            out, err, status = self._pump(label, writer, out_r, err_r, stdin or b"", deadline)
+            try:
+                out, err, status = self._pump(label, writer, out_r, err_r, stdin or b"", deadline)
+            except ServerGone as exc:
+                exc.ran = True
+                raise
         finally:
             os.close(out_r)
             os.close(err_r)
             if writer:  # (_pump closes it once the request's stdin is written)
                 os.close(writer.pop())
-        lines = self._lines_until(f"{child} ", "+++", deadline)
+        try:
+            lines = self._lines_until(f"{child} ", "+++", deadline)
+        except ServerGone as exc:
+            exc.ran = True
+            raise
         mine = [ln for ln in lines if not ln.startswith(f"{self.pid} ")]
         first = next((i for i, ln in enumerate(mine) if ln.startswith(f"{child} ")), 0)
         calls = parse_log(mine[first:])
         start = _marked(calls, child, strace_driver.MARK)
         if start is None:
-            raise ServerGone(f"{label}: the child's trace has no start mark")
+            gone = ServerGone(f"{label}: the child's trace has no start mark")
+            gone.ran = True
+            raise gone
         calls = calls[start + 1 :]
         # The exit check's own calls (strace_driver._quiet_exit) are not the target's.
         end = _marked(calls, child, strace_driver.MARK + ".exit")

@@ -16,6 +16,7 @@ from crashpoint.faultfs import parse_models
 from crashpoint.faultfs._strace import strace_available
 from crashpoint.scenarios.jobs.exec import (
     DriverServer,
+    ServerGone,
     driver_commands,
     verify_exec,
 )
@@ -108,6 +109,8 @@ STORE = """
                 os.kill(os.getpid(), signal.SIGKILL)
             if name == "hang":
                 time.sleep(600)
+            if name == "parricide":
+                os.kill(os.getppid(), signal.SIGKILL)
             if name == "ok":
                 return name
             try:
@@ -150,6 +153,19 @@ def test_a_hanging_child_times_out_and_its_server_is_killed(tmp_path: Path) -> N
     finally:
         server.close()
     assert server.proc is not None and server.proc.returncode is not None
+
+
+def test_a_child_that_kills_its_server_is_no_fallback(tmp_path: Path) -> None:
+    # its directory is no longer the state it was given: run again one-shot, it would be
+    # judged on what the first run left (ExecRunner turns this into BadTarget, exit 2)
+    target = _module(tmp_path, STORE)
+    server = DriverServer(target, cwd=str(tmp_path), timeout=30, max_output=1 << 20)
+    try:
+        with pytest.raises(ServerGone) as gone:
+            server.call(["document", target, "load", "/nowhere/parricide"], None, "load")
+        assert gone.value.ran
+    finally:
+        server.close()
 
 
 def test_a_save_in_a_forked_child_is_recorded_as_one_shot(tmp_path: Path) -> None:
