@@ -1,12 +1,16 @@
 """``verify --exec`` throughput (issue 13): cost per crash state, and the Node seed port.
 
     python benchmarks/bench_exec.py [--jobs N] [--rounds 5] [--skip-catalogue] [--only-side-by-side]
+                                    [--one-shot]
 
 * **side by side** (issue 23): the JSON store ``examples/stores/jsonstore.py:JsonStore``
-  judged in-process (intercepted) and through ``--runner strace`` (crashpoint's driver in
-  a child interpreter under strace), in turn, ``--rounds`` times: the median cost per
-  distinct crash state (disk image), wall and CPU (children's included, RUSAGE_CHILDREN),
-  and their ratio (target: within 4x).
+  judged in-process (intercepted) and through ``--runner strace`` (crashpoint's driver:
+  each save and batch of loads a forked child of a traced fork server, the server's start
+  included), in turn, ``--rounds`` times: the median cost per distinct crash state (disk
+  image), wall and CPU (children's included, RUSAGE_CHILDREN: the servers, their tracers
+  and children are reaped by then), and their ratio (target: within 4x). With
+  ``--one-shot``, also the driver run as one traced interpreter per call (the path a
+  user's ``--exec`` commands and faulted records take).
 
 * **per crash state**: the document workload ``resize`` under every model, once through
   ``--exec`` (``examples/exec/pystore.py JsonStore``: the Python store run as commands,
@@ -62,45 +66,58 @@ def _children_cpu() -> float:
     return kids.ru_utime + kids.ru_stime
 
 
-def side_by_side(models: list[Any], workloads: list[str], jobs: int, rounds: int) -> None:
+def side_by_side(
+    models: list[Any], workloads: list[str], jobs: int, rounds: int, one_shot: bool = False
+) -> None:
     """The same JSON store (``examples/stores/jsonstore.py:JsonStore``) judged in-process
-    (intercepted) and through ``--runner strace`` (the driver in a child per save and per
-    distinct crash image), ``rounds`` times each in turn: the median cost per distinct
-    crash state, wall and CPU (this process's and its children's, RUSAGE_CHILDREN)."""
+    (intercepted) and through ``--runner strace`` (the driver's fork server: a forked
+    child per save and per batch of crash images; ``one_shot``: also a traced interpreter
+    per call), ``rounds`` times each in turn: the median cost per distinct crash state,
+    wall and CPU (this process's and its children's, RUSAGE_CHILDREN)."""
     save, load, _ = driver_commands(f"{STORE}:JsonStore", "document")
-    wall: dict[str, list[float]] = {"in-process": [], "strace": []}
-    cpu: dict[str, list[float]] = {"in-process": [], "strace": []}
+    labels = ["in-process", "strace"] + (["strace one-shot"] if one_shot else [])
+    wall: dict[str, list[float]] = {label: [] for label in labels}
+    cpu: dict[str, list[float]] = {label: [] for label in labels}
     states: dict[str, int] = {}
+    kinds: dict[str, dict[str, int]] = {}
     for _ in range(rounds):
-        for label in ("in-process", "strace"):
+        for label in labels:
             t0, c0 = time.perf_counter(), _cpu()
             if label == "in-process":
                 result: Any = verify(
                     load_factory(f"{STORE}:JsonStore"), model=models, workloads=workloads
                 )
             else:
-                result, _facts = verify_exec(
+                result, facts = verify_exec(
                     save,
                     load,
                     models=models,
                     workloads=workloads,
                     jobs=jobs,
                     shown=f"{STORE}:JsonStore",
+                    server=label == "strace",
                 )
+                kinds[label] = facts.counts
             seconds, cpu_s = time.perf_counter() - t0, _cpu() - c0
             n = len(set().union(*(r.state_ids for r in result.results)))
             states[label] = n
             wall[label].append(seconds / max(n, 1))
             cpu[label].append(cpu_s / max(n, 1))
-    w_i, w_s = _median(wall["in-process"]), _median(wall["strace"])
-    c_i, c_s = _median(cpu["in-process"]), _median(cpu["strace"])
+    w_i, c_i = _median(wall["in-process"]), _median(cpu["in-process"])
     print(
         f"JsonStore, {','.join(workloads)}, {len(models)} models, median of {rounds}: "
         f"in-process {w_i * 1000:.1f} ms wall / {c_i * 1000:.1f} ms CPU per distinct state "
-        f"({states['in-process']} states); --runner strace --jobs {jobs} {w_s * 1000:.1f} ms "
-        f"wall / {c_s * 1000:.1f} ms CPU ({states['strace']} states): {w_s / w_i:.1f}x wall, "
-        f"{c_s / c_i:.1f}x CPU (target: within 4x)"
+        f"({states['in-process']} states)"
     )
+    for label in labels[1:]:
+        w_s, c_s = _median(wall[label]), _median(cpu[label])
+        procs = ", ".join(f"{n} {k}" for k, n in sorted(kinds[label].items()))
+        print(
+            f"  --runner strace --jobs {jobs}{' (one-shot)' if label != 'strace' else ''}: "
+            f"{w_s * 1000:.1f} ms wall / {c_s * 1000:.1f} ms CPU per distinct state "
+            f"({states[label]} states; processes: {procs}): {w_s / w_i:.1f}x wall, "
+            f"{c_s / c_i:.1f}x CPU (target: within 4x)"
+        )
 
 
 def main() -> int:
@@ -109,10 +126,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--skip-catalogue", action="store_true")
     parser.add_argument("--only-side-by-side", action="store_true")
+    parser.add_argument("--one-shot", action="store_true")
     args = parser.parse_args()
     models = parse_models("all")
     print(f"load average: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
-    side_by_side(models, ["first-save", "resize"], args.jobs, args.rounds)
+    side_by_side(models, ["first-save", "resize"], args.jobs, args.rounds, args.one_shot)
+    print(f"load average: {os.getloadavg()[0]:.1f}")
     if args.only_side_by_side:
         return 0
 

@@ -216,14 +216,32 @@ def strace_available() -> str | None:
 
 
 def strace_argv(
-    argv: Sequence[str], log: str, *, inject: str | None = None, trace: str | None = None
+    argv: Sequence[str],
+    log: str,
+    *,
+    inject: str | None = None,
+    trace: str | None = None,
+    exits: bool = False,
 ) -> list[str]:
     """The command line that runs ``argv`` under strace, logging to ``log``.
 
     ``inject``: an ``-e inject=`` expression (``write:error=ENOSPC:when=3``); ``trace``:
-    the calls traced (default :data:`TRACED_SYSCALLS`). ``--seccomp-bpf`` stops the
-    tracee only at the calls traced (the others run at full speed)."""
-    cmd = ["strace", "-f", "-qq", "--seccomp-bpf", "-y", "-X", "raw", "-xx", "-s", "1000000000"]
+    the calls traced (default :data:`TRACED_SYSCALLS`); ``exits``: log each tracee's end
+    (``PID +++ exited with N +++``, which :func:`parse_log` skips: a reader of a live log
+    knows a tracee's lines are all there). ``--seccomp-bpf`` stops the tracee only at the
+    calls traced (the others run at full speed)."""
+    cmd = [
+        "strace",
+        "-f",
+        "-q" if exits else "-qq",
+        "--seccomp-bpf",
+        "-y",
+        "-X",
+        "raw",
+        "-xx",
+        "-s",
+        "1000000000",
+    ]
     cmd += ["-e", f"trace={trace or TRACED_SYSCALLS}", "-e", f"raw={RAW_SYSCALLS}"]
     if inject is not None:
         cmd += ["-e", f"inject={inject}"]

@@ -48,6 +48,7 @@ import selectors
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -219,6 +220,31 @@ def pid_namespace() -> bool:
 
 
 _UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--")
+_MOUNT_PROC: list[bool] = []  # [whether --mount-proc works here], once probed
+
+
+def own_proc() -> bool:
+    """Whether a PID namespace here can have a ``/proc`` of its own (``unshare
+    --mount-proc``: a mount namespace too). strace run inside a PID namespace over the
+    machine's ``/proc`` translates every new tracee's pid by scanning ``/proc`` (tens of
+    milliseconds a fork); with its own ``/proc`` it need not. Probed once."""
+    if not _MOUNT_PROC:
+        ok = False
+        if pid_namespace():
+            try:
+                ok = (
+                    subprocess.run(
+                        [*_UNSHARE[:-1], "--mount-proc", "--", "true"],
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        timeout=10,
+                    ).returncode
+                    == 0
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+        _MOUNT_PROC.append(ok)
+    return _MOUNT_PROC[0]
 
 
 def _kill(pid: int, token: str) -> None:
@@ -508,6 +534,9 @@ class _Recorded:
     replay: StraceReplay
     calls: list[Any] = field(default_factory=list)
     real_root: str = ""
+    forked: bool = False
+    """Run by a fork server (:class:`DriverPool`): its calls are numbered from the fork,
+    not from an ``execve``, so they cannot aim a fault (``-e inject=...:when=N``)."""
 
 
 class ExecRunner(Runner):
@@ -591,6 +620,9 @@ class ExecRunner(Runner):
         self.last_sources: list[Source] = []
         self.faults_run_again = 0
         """Faulted records run again because the injection missed its operation."""
+        self.server: DriverPool | None = None
+        """The strace driver's fork servers (``--runner strace`` with a Python TARGET):
+        a clean traced call of the driver runs in a forked child of one of them."""
 
     def _count(self, kind: str, n: int = 1) -> None:
         """Add ``n`` processes of ``kind`` to :attr:`counts` (the caller holds the lock)."""
@@ -777,12 +809,19 @@ class ExecRunner(Runner):
         light: bool = False,
     ) -> _Recorded:
         """Run ``argv`` (under strace when ``traced``; ``light``: its opens only,
-        :data:`~crashpoint.faultfs._strace.OPEN_SYSCALLS`), replaying its calls into ``fs``."""
+        :data:`~crashpoint.faultfs._strace.OPEN_SYSCALLS`), replaying its calls into ``fs``.
+        A clean traced call of the strace driver runs in a forked child of its server
+        (:class:`DriverPool`; counted ``forked``), else as a process of its own."""
+        replay = self.replay(fs, real_root)
+        if traced and inject is None:
+            forked = self._forked(argv, stdin, label, light)
+            if forked is not None:
+                proc, calls = forked
+                return self._replayed(proc, replay, calls, real_root, forked=True)
         with self._lock:
             self.processes += 1
             kind = "traced" if traced else "plain"
             self._count(kind)
-        replay = self.replay(fs, real_root)
         if not traced:
             proc = run_process(
                 argv,
@@ -808,10 +847,20 @@ class ExecRunner(Runner):
                 calls = parse_log(f)
         except OSError:
             raise BadTarget(f"strace wrote no log for {label}: {_tail(proc.stderr)}") from None
+        return self._replayed(proc, replay, calls, real_root)
+
+    def _replayed(
+        self,
+        proc: subprocess.CompletedProcess[bytes],
+        replay: StraceReplay,
+        calls: list[Syscall],
+        real_root: str,
+        forked: bool = False,
+    ) -> _Recorded:
         replay.feed(calls)
         _drop_probes(replay, calls)
         self.note_replay(replay)
-        return _Recorded(proc, replay, calls, real_root)
+        return _Recorded(proc, replay, calls, real_root, forked)
 
     def replay(self, fs: Any, real_root: str) -> StraceReplay:
         """A replay of this runner's commands run on ``real_root`` into ``fs`` (the
@@ -827,6 +876,42 @@ class ExecRunner(Runner):
             for p in replay.volatile_mapped:
                 if p not in self.volatile_mapped:
                     self.volatile_mapped.append(p)
+
+    def _forked(
+        self, argv: list[str], stdin: bytes | None, label: str, light: bool
+    ) -> tuple[subprocess.CompletedProcess[bytes], list[Syscall]] | None:
+        """``argv`` (a driver command line) run by a fork server: the child's exit
+        status, output and calls (``light``: its opens only, as ``-e trace=`` would
+        have kept); None when there is no server for it (run it one-shot)."""
+        pool = self.server
+        head = [sys.executable, "-B", DRIVER]
+        if pool is None or _ONE_SHOT.get() or argv[:3] != head or len(argv) < 4:
+            return None
+        server = pool.take()
+        if server is None:
+            return None
+        ok = False
+        try:
+            proc, calls = server.call(argv[3:], stdin, label)
+            ok = True
+        except ServerGone as exc:
+            with pool._cond:
+                pool.failed = pool.failed or f"the driver's fork server: {exc}"
+            if exc.ran:
+                raise BadTarget(f"{label}: the strace driver's fork server failed: {exc}") from None
+            return None
+        finally:
+            pool.give(server, ok)
+        with self._lock:
+            self.processes += 1
+            self._count("forked")
+            for p in server.ignored:
+                if p not in self.ignored:
+                    self.ignored.append(p)
+        if light:
+            keep = set(OPEN_SYSCALLS.split(",")) | {"fork-of"}
+            calls = [c for c in calls if c.name in keep]
+        return proc, calls
 
 
 PROBE_NOTE = " (tempfile's writability probe: not the target's data)"
@@ -925,11 +1010,11 @@ class ExecDocument:
         if fault is not None and fault.at >= op_count:
             inject = self._target(fault, key, state, label, key_text, argv, stdin)
         with runner._lock:
-            cached = runner._recorded.get(key) if inject is None else None
+            cached = runner._recorded.get(key) if inject is None and not _ONE_SHOT.get() else None
         if cached is not None:
             again = runner.replay(fs, cached.real_root)
             again.feed(cached.calls)
-            done = _Recorded(cached.proc, again, cached.calls, cached.real_root)
+            done = _Recorded(cached.proc, again, cached.calls, cached.real_root, cached.forked)
         else:
             with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
                 tmp = os.path.realpath(tmp)
@@ -952,7 +1037,8 @@ class ExecDocument:
         self.sources += rep.sources
         if inject is None:
             with runner._lock:
-                runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
+                if not done.forked:  # (a forked child's calls are numbered from its fork)
+                    runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
         elif fault is not None:
             missed = [f"trace and model disagree: {m}" for m in rep.mismatched]
             if not any(o.index == fault.at and o.errno is not None for o in fs.trace.ops):
@@ -994,7 +1080,11 @@ class ExecDocument:
         known = runner._sources.get(key)
         if known is None:
             probe = ExecDocument(runner, RecordingFileSystem(MemoryFileSystem(state)))
-            probe.traced(label, key_text, argv, stdin)
+            token = _ONE_SHOT.set(True)  # strace's when=N counts from the execve
+            try:
+                probe.traced(label, key_text, argv, stdin)
+            finally:
+                _ONE_SHOT.reset(token)
             known = runner._sources[key]
         sources, counts = known
         local = fault.at - int(getattr(fs, "op_count", 0))
@@ -1261,6 +1351,9 @@ class ExecFacts:
     run_again: int = 0
     volatile: list[str] = field(default_factory=list)
     volatile_mapped: list[str] = field(default_factory=list)
+    server: str = ""
+    """Why the strace driver's fork server was given up ("" when it was not): the run
+    went on one-shot (not a report key)."""
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -1298,6 +1391,7 @@ def verify_exec(
     max_output: int = MAX_OUTPUT,
     shown: str = "",
     volatile: Sequence[str] = (),
+    server: bool = True,
 ) -> tuple[Any, ExecFacts]:
     """Verify a document storage given as commands (see the module docstring).
 
@@ -1310,7 +1404,9 @@ def verify_exec(
     ``max_output``: bytes a command may print on each stream, and its strace log may
     hold (:func:`run_process`). ``shown``: the Python TARGET the commands run
     (``--runner strace``, :func:`driver_commands`): the report and the replay
-    commands name it.
+    commands name it, and (``server``) clean traced calls run in forked children of
+    up to ``jobs`` fork servers (:class:`DriverPool`; ``server=False``: a process of
+    its own each, as a user's ``--exec`` commands always do).
 
     Returns ``(VerifyResult, ExecFacts)``. Raises BadTarget (no strace: the reason;
     a bad command; a clean save that fails; OutputTooLarge), TargetTimeout, KeyError
@@ -1330,6 +1426,46 @@ def verify_exec(
     doc.shown = shown
     if shown:
         runner.batch_load = driver_batch_load(shown)
+        if server:
+            runner.server = DriverPool(
+                shown, jobs=jobs, cwd=runner.cwd, timeout=timeout, max_output=max_output
+            )
+    try:
+        _verify_exec_runs(
+            doc, runner, result, names, models, faults, examples, crash_point, fault, shrink
+        )
+    finally:
+        if runner.server is not None:
+            runner.server.close()
+            if runner.server.started:
+                runner.processes += runner.server.started
+                runner.counts["server"] = runner.server.started
+    facts = ExecFacts(
+        ignored=list(runner.ignored),
+        processes=runner.processes,
+        untargeted=list(runner.untargeted),
+        counts=dict(runner.counts),
+        run_again=runner.faults_run_again,
+        volatile=list(runner.volatile),
+        volatile_mapped=list(runner.volatile_mapped),
+        server=runner.server.failed if runner.server is not None else "",
+    )
+    return result, facts
+
+
+def _verify_exec_runs(
+    doc: ExecDocumentKind,
+    runner: ExecRunner,
+    result: VerifyResult,
+    names: list[str],
+    models: Sequence[PersistenceModel],
+    faults: bool,
+    examples: int,
+    crash_point: int | None,
+    fault: Fault | None,
+    shrink: bool,
+) -> None:
+    """:func:`verify_exec`'s preflight and runs, into ``result``."""
     try:
         _preflight(doc, runner, "--exec")
     except BadTarget as exc:
@@ -1365,16 +1501,6 @@ def verify_exec(
             result.results.append(r)
     result.leftover_ids = set(doc.leftovers)
     result.leftovers = len(result.leftover_ids)
-    facts = ExecFacts(
-        ignored=list(runner.ignored),
-        processes=runner.processes,
-        untargeted=list(runner.untargeted),
-        counts=dict(runner.counts),
-        run_again=runner.faults_run_again,
-        volatile=list(runner.volatile),
-        volatile_mapped=list(runner.volatile_mapped),
-    )
-    return result, facts
 
 
 def _faulted(doc: ExecDocumentKind, workload: DocWorkload, model: PersistenceModel) -> EngineResult:
@@ -1440,6 +1566,450 @@ def driver_commands(target: str, kind: str) -> tuple[str, str, str]:
         f"{head} document {spec} load {{dir}}",
         "",
     )
+
+
+# --- the fork server of the strace driver (issue 23) ----------------------------------
+
+
+class ServerGone(Exception):
+    """The driver's fork server cannot answer: it did not start, its target's import did
+    what a one-shot child's trace would show (a write, an unsupported call), it died or
+    broke the protocol. The request runs one-shot instead (:meth:`ExecRunner.run`),
+    unless ``ran``: its child had started on the request's directory, which is no longer
+    the state it was given (BadTarget, exit 2)."""
+
+    ran = False
+
+
+_ONE_SHOT: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "crashpoint_one_shot", default=False
+)
+"""Set while a call must run as a one-shot traced process (the probe recording a faulted
+call's sources: strace numbers a call from the tracee's ``execve``, not from a fork)."""
+
+SERVER_START = 60.0
+"""Seconds a fork server may take to start (its interpreter and the target's import),
+when no ``--timeout`` says otherwise."""
+
+_NO_WRITE = frozenset({"read", "readv", "lseek", "close", "fcntl"})
+"""Calls of a server's start-up not replayed to check it (with its read-only opens): a
+write's own descriptor path (``-y``) says where it went, the rest moves no byte."""
+_WRITABLE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC
+
+
+def _may_write(c: Syscall) -> bool:
+    """Whether ``c`` (a call of a server's start-up) can matter to its import check."""
+    if c.name in ("open", "openat"):
+        parts = c.args.split(", ")  # (-xx: a string's commas are hex)
+        try:
+            flags = int(parts[2 if c.name == "openat" else 1], 0)
+        except (IndexError, ValueError):
+            return True
+        return bool(flags & _WRITABLE) or flags & _O_TMPFILE_FLAG == _O_TMPFILE_FLAG
+    return c.name not in _NO_WRITE
+
+
+_O_TMPFILE_FLAG = getattr(os, "O_TMPFILE", 0o20200000)
+
+
+def _marked(calls: list[Syscall], pid: int, mark: str) -> int | None:
+    """The index of ``pid``'s open of the path ``mark`` in ``calls``, or None."""
+    text = '"' + _hexed(mark) + '"'
+    return next(
+        (
+            i
+            for i, c in enumerate(calls)
+            if c.pid == pid and c.name in ("open", "openat") and text in c.args
+        ),
+        None,
+    )
+
+
+def _hexed(text: str) -> str:
+    """``text`` as ``strace -xx`` prints a string's bytes."""
+    return "".join(f"\\x{b:02x}" for b in text.encode())
+
+
+class DriverServer:
+    """One fork server of the strace driver (:func:`strace_driver.serve`): a driver
+    interpreter that imported TARGET once, under one ``strace -f`` (the same
+    :func:`strace_argv` a one-shot child runs under), contained as :func:`run_process`
+    contains a command. :meth:`call` runs one request in a forked child and returns what
+    a one-shot driver process gives: its exit status, output and calls (the child's own,
+    from the call after :data:`strace_driver.MARK`; the server's are dropped).
+
+    Raises ServerGone (start, protocol), TargetTimeout (past ``timeout`` seconds: the
+    server is killed), OutputTooLarge (a stream or the request's log past
+    ``max_output`` bytes: killed)."""
+
+    def __init__(self, target: str, *, cwd: str, timeout: float | None, max_output: int) -> None:
+        self.target, self.cwd, self.timeout, self.max_output = target, cwd, timeout, max_output
+        self.tmp = os.path.realpath(tempfile.mkdtemp(prefix="crashpoint-server-"))
+        self.log = os.path.join(self.tmp, "strace.log")
+        self.offset = 0
+        self.pid = 0  # the server's pid as its tracer sees it
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.token = os.urandom(8).hex()
+        self.ignored: list[str] = []
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._start(theirs)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            theirs.close()
+
+    def _deadline(self, seconds: float | None) -> float | None:
+        return None if seconds is None else time.monotonic() + seconds
+
+    def _start(self, theirs: socket.socket) -> None:
+        argv = [sys.executable, "-B", DRIVER, "serve", self.target, str(theirs.fileno())]
+        full = strace_argv(argv, self.log, exits=True)
+        if pid_namespace():
+            wrap = [*_UNSHARE[:-1], "--mount-proc", "--"] if own_proc() else list(_UNSHARE)
+            full = [*wrap, *full]
+        env = dict(os.environ, **{_TOKEN: self.token})
+        with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                raise KeyboardInterrupt
+            with open(os.path.join(self.tmp, "stderr"), "wb") as err:
+                try:
+                    self.proc = subprocess.Popen(
+                        full,
+                        cwd=self.cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        start_new_session=True,
+                        pass_fds=(theirs.fileno(),),
+                    )
+                except OSError as exc:
+                    raise ServerGone(f"cannot start: {exc.strerror}") from None
+            _LIVE[self.proc.pid] = self.token
+        theirs.close()
+        deadline = self._deadline(SERVER_START if self.timeout is None else self.timeout)
+        msg = self._recv(deadline, "start")
+        if "error" in msg or not isinstance(msg.get("pid"), int):
+            raise ServerGone(f"did not start: {msg.get('error', msg)}")
+        self.pid = int(msg["pid"])
+        # What the server did before it listened (its interpreter's start-up, TARGET's
+        # import) is in no child's trace: a server whose import wrote, or did what the
+        # model cannot represent, is not used (a one-shot child's trace would show it).
+        lines = self._lines_until(f"{self.pid} ", _hexed(strace_driver.MARK + ".ready"), deadline)
+        calls = [c for c in parse_log(lines) if _may_write(c)]
+        replay = StraceReplay(
+            RecordingFileSystem(MemoryFileSystem(CrashState((), ("/",)))),
+            os.path.join(self.tmp, "no-such-dir"),
+            "/",
+            cwd=self.cwd,
+        )
+        replay.feed(calls)
+        if replay.escapes:
+            _drop_probes(replay, calls)  # tempfile's probe is no escape
+        odd = replay.escapes + replay.unsupported + replay.mapped + replay.mismatched
+        if odd:
+            raise ServerGone(f"TARGET's import did more than read: {odd[0]}")
+        self.ignored = list(replay.ignored)
+        self._consumed()
+
+    def _recv(self, deadline: float | None, what: str) -> dict[str, Any]:
+        """The server's next message (a JSON object), within ``deadline``."""
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self.kill()
+                raise TargetTimeout(f"the strace driver's server ({what})", self.timeout or 0)
+            self.sock.settimeout(0.2 if left is None else min(left, 0.2))
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError:
+                if _STOPPING.is_set():
+                    raise KeyboardInterrupt from None
+                continue
+            except OSError as exc:
+                raise ServerGone(f"{what}: {exc}") from None
+            if not data:
+                raise ServerGone(f"{what}: the server exited")
+            try:
+                msg = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise ServerGone(f"{what}: not a message: {data[:60]!r}") from None
+            if not isinstance(msg, dict):
+                raise ServerGone(f"{what}: not a message: {data[:60]!r}")
+            return msg
+
+    def _lines_until(self, head: str, needle: str, deadline: float | None) -> list[str]:
+        """The log's lines from :attr:`offset` to the first one starting with ``head``
+        and holding ``needle`` (included), waited for; :attr:`offset` moves past it."""
+        fd = os.open(self.log, os.O_RDONLY)
+        try:
+            buf = bytearray()
+            scanned = 0  # bytes of buf in whole lines already looked at
+            while True:
+                chunk = os.pread(fd, 1 << 20, self.offset + len(buf))
+                if chunk:
+                    buf += chunk
+                    if not scanned and buf[:1] == b"\0":
+                        # the hole :meth:`_consumed` left where strace's lines went unread
+                        hole = len(buf) - len(buf.lstrip(b"\0"))
+                        del buf[:hole]
+                        self.offset += hole
+                    if len(buf) > self.max_output:
+                        self.kill()
+                        raise OutputTooLarge(
+                            "the strace driver's request", "strace log", self.max_output, len(buf)
+                        )
+                    while True:
+                        nl = buf.find(b"\n", scanned)
+                        if nl < 0:
+                            break
+                        line = buf[scanned:nl].decode("utf-8", "surrogateescape")
+                        scanned = nl + 1
+                        if line.startswith(head) and needle in line:
+                            self.offset += scanned
+                            text = buf[:scanned].decode("utf-8", "surrogateescape")
+                            return text.splitlines()
+                    continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.kill()
+                    raise TargetTimeout("the strace driver's server (its log)", self.timeout or 0)
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise ServerGone("the server exited before its log was whole")
+                time.sleep(0.0005)
+        finally:
+            os.close(fd)
+
+    def call(
+        self, args: Sequence[str], stdin: bytes | None, label: str
+    ) -> tuple[subprocess.CompletedProcess[bytes], list[Syscall]]:
+        """Run the driver's command line ``args`` in a forked child (see the class)."""
+        deadline = self._deadline(self.timeout)
+        in_r, in_w = os.pipe()
+        writer = [in_w]
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            try:
+                socket.send_fds(
+                    self.sock, [json.dumps({"argv": list(args)}).encode()], [in_r, out_w, err_w]
+                )
+            except OSError as exc:
+                raise ServerGone(f"send: {exc}") from None
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        try:
+            msg = self._recv(deadline, label)
+            if not isinstance(msg.get("pid"), int):
+                raise ServerGone(f"{label}: {msg.get('error', msg)}")
+            child = int(msg["pid"])
+            try:
+                out, err, status = self._pump(label, writer, out_r, err_r, stdin or b"", deadline)
+            except ServerGone as exc:
+                exc.ran = True
+                raise
+        finally:
+            os.close(out_r)
+            os.close(err_r)
+            if writer:  # (_pump closes it once the request's stdin is written)
+                os.close(writer.pop())
+        try:
+            lines = self._lines_until(f"{child} ", "+++", deadline)
+        except ServerGone as exc:
+            exc.ran = True
+            raise
+        mine = [ln for ln in lines if not ln.startswith(f"{self.pid} ")]
+        first = next((i for i, ln in enumerate(mine) if ln.startswith(f"{child} ")), 0)
+        calls = parse_log(mine[first:])
+        start = _marked(calls, child, strace_driver.MARK)
+        if start is None:
+            gone = ServerGone(f"{label}: the child's trace has no start mark")
+            gone.ran = True
+            raise gone
+        calls = calls[start + 1 :]
+        # The exit check's own calls (strace_driver._quiet_exit) are not the target's.
+        end = _marked(calls, child, strace_driver.MARK + ".exit")
+        if end is not None:
+            again = _marked(calls, child, strace_driver.MARK + ".resume")
+            calls = calls[:end] + ([] if again is None else calls[again + 1 :])
+        self._consumed()
+        argv = [sys.executable, "-B", DRIVER, *args]
+        return subprocess.CompletedProcess(argv, status, out, err), calls
+
+    def _consumed(self) -> None:
+        """Empty the log read so far (strace, which opened it without ``O_APPEND``, goes on
+        writing at its own offset, after a hole): a job's requests never pile up their
+        lines on disk, as a one-shot process's log is removed after it."""
+        os.truncate(self.log, 0)
+
+    def _pump(
+        self,
+        label: str,
+        writer: list[int],
+        out_r: int,
+        err_r: int,
+        stdin: bytes,
+        deadline: float | None,
+    ) -> tuple[bytes, bytes, int]:
+        """The child's output (read until both pipes close, or :data:`GRACE` seconds after
+        it ended), its stdin written (``writer``: the pipe's end, closed and taken out
+        when written), and its exit status from the server."""
+        bufs = {out_r: bytearray(), err_r: bytearray()}
+        names = {out_r: "standard output", err_r: "standard error"}
+        pending = memoryview(stdin)
+        sel = selectors.DefaultSelector()
+        for fd in bufs:
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(self.sock, selectors.EVENT_READ)
+        in_w = writer[0]
+        if pending:
+            os.set_blocking(in_w, False)
+            sel.register(in_w, selectors.EVENT_WRITE)
+        else:
+            os.close(writer.pop())
+        status: int | None = None
+        ended = 0.0
+        try:
+            while len(sel.get_map()) > (1 if status is None else 0) or status is None:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    self.kill()
+                    raise TargetTimeout(label, self.timeout or 0)
+                if status is not None and now - ended > GRACE:
+                    break
+                if _STOPPING.is_set():
+                    raise KeyboardInterrupt
+                for key, _ in sel.select(0.2):
+                    fd = key.fd
+                    if fd in bufs:
+                        chunk = os.read(fd, PIPE_CHUNK)
+                        if not chunk:
+                            sel.unregister(fd)
+                            continue
+                        bufs[fd] += chunk
+                        if len(bufs[fd]) > self.max_output:
+                            self.kill()
+                            raise OutputTooLarge(label, names[fd], self.max_output, len(bufs[fd]))
+                    elif fd == in_w:
+                        try:
+                            n = os.write(fd, pending[:PIPE_CHUNK])
+                        except BrokenPipeError:
+                            n = len(pending)
+                        pending = pending[n:]
+                        if not pending:
+                            sel.unregister(fd)
+                            os.close(writer.pop())
+                    else:
+                        msg = self._recv(deadline, label)
+                        if not isinstance(msg.get("status"), int):
+                            raise ServerGone(f"{label}: {msg.get('error', msg)}")
+                        status, ended = int(msg["status"]), time.monotonic()
+                        sel.unregister(self.sock)
+        finally:
+            sel.close()
+        assert status is not None
+        return bytes(bufs[out_r]), bytes(bufs[err_r]), status
+
+    def kill(self) -> None:
+        """Kill the server, its tracer and every child (as :func:`_kill` a command)."""
+        if self.proc is not None and self.proc.returncode is None:
+            _kill(self.proc.pid, self.token)
+
+    def close(self) -> None:
+        """Stop the server (its socket closed: it exits; killed after :data:`GRACE`
+        seconds), reap it and remove its log."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(GRACE)
+            self.kill()
+            self.proc.wait()
+            with _LIVE_LOCK:
+                _LIVE.pop(self.proc.pid, None)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+ANOTHER_SERVER = 0.25
+"""Seconds a request waits for a busy fork server before another is started (up to
+``jobs``): quick requests share one server (its start costs more than they do), slow ones
+run ``jobs`` at a time."""
+
+
+class DriverPool:
+    """Up to ``jobs`` fork servers of the strace driver for one run (:class:`DriverServer`),
+    the first started by the first request, each other when a request waited
+    :data:`ANOTHER_SERVER` seconds and none was idle. The first that cannot start ends the
+    pool: :attr:`failed` says why (ServerGone) and every later request runs one-shot."""
+
+    def __init__(
+        self, target: str, *, jobs: int, cwd: str, timeout: float | None, max_output: int
+    ) -> None:
+        self.target, self.jobs, self.cwd = target, max(1, jobs), cwd
+        self.timeout, self.max_output = timeout, max_output
+        self.idle: list[DriverServer] = []
+        self.servers: list[DriverServer] = []
+        self.starting = 0
+        self.started = 0
+        """Servers started (each one process: its tracer's and ``unshare``'s aside)."""
+        self.failed = ""
+        self._cond = threading.Condition()
+
+    def take(self) -> DriverServer | None:
+        """An idle server, or a new one; None when the pool failed."""
+        since = time.monotonic()
+        with self._cond:
+            while not self.failed:
+                if self.idle:
+                    return self.idle.pop()
+                live = len(self.servers) + self.starting
+                if live < self.jobs and (live == 0 or time.monotonic() - since >= ANOTHER_SERVER):
+                    self.starting += 1
+                    break
+                self._cond.wait(ANOTHER_SERVER / 4)
+                if _STOPPING.is_set():
+                    raise KeyboardInterrupt
+            else:
+                return None
+        server: DriverServer | None = None
+        with self._cond:
+            self.started += 1
+        try:
+            server = DriverServer(
+                self.target, cwd=self.cwd, timeout=self.timeout, max_output=self.max_output
+            )
+        except ServerGone as exc:
+            with self._cond:
+                self.failed = self.failed or f"the driver's fork server: {exc}"
+        finally:
+            with self._cond:
+                self.starting -= 1
+                if server is not None:
+                    self.servers.append(server)
+                self._cond.notify_all()
+        return server
+
+    def give(self, server: DriverServer, ok: bool) -> None:
+        """``server`` back after a request; ``ok`` False: it is closed (it broke, or was
+        killed at a timeout) and another may start in its place."""
+        if not ok:
+            server.kill()
+            server.close()
+        with self._cond:
+            if ok:
+                self.idle.append(server)
+            else:
+                self.servers.remove(server)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop every server (each reaped: its CPU time is this process's children's)."""
+        with self._cond:
+            servers, self.servers, self.idle = list(self.servers), [], []
+        for server in servers:
+            server.close()
 
 
 def check_exec_args(args: Any) -> None:

@@ -1,0 +1,239 @@
+"""The strace driver's fork server (issue 23, acceptance 3): ``--runner strace`` with a
+Python TARGET runs each clean save and load in a forked child of one long-lived, traced
+driver process instead of a fresh interpreter. The verdict, findings and crash states
+must be the one-shot path's; a child that dies or hangs, and a TARGET whose import
+writes, are handled. Speed figures are in ``benchmarks/bench_exec.py``, not here."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crashpoint.faultfs import parse_models
+from crashpoint.faultfs._strace import strace_available
+from crashpoint.scenarios.jobs.exec import (
+    DriverServer,
+    ServerGone,
+    driver_commands,
+    verify_exec,
+)
+from crashpoint.scenarios.targets.user import TargetTimeout
+
+pytestmark = pytest.mark.exec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+JSON = os.path.join(ROOT, "examples", "stores", "jsonstore.py")
+
+
+@pytest.fixture(autouse=True)
+def _strace() -> None:
+    reason = strace_available()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def _verify(target: str, *, server: bool, **kw: Any) -> tuple[Any, Any]:
+    save, load, _ = driver_commands(target, "document")
+    kw.setdefault("models", parse_models("process-crash,ext4"))
+    kw.setdefault("workloads", ["first-save", "resize"])
+    return verify_exec(save, load, shown=target, server=server, **kw)
+
+
+def _digest(result: Any) -> dict[str, Any]:
+    """What a run decided: verdict, findings, crash states, notes."""
+    return {
+        "verdict": result.verdict,
+        "findings": sorted(
+            (c.invariant, c.workload, c.model, c.crash_point, c.operation, str(c.crash_state))
+            for c in result.counterexamples
+        ),
+        "states": [
+            (r.workload, r.model, sorted(r.state_ids), r.raw_states) for r in result.results
+        ],
+        "faults": [r.faults for r in result.results],
+        "unsupported": sorted({u for r in result.results for u in r.unsupported}),
+    }
+
+
+@pytest.mark.parametrize("store", ["JsonStore", "NoFsyncJsonStore", "InPlaceJsonStore"])
+def test_the_server_and_one_shot_processes_judge_alike(store: str) -> None:
+    target = f"{JSON}:{store}"
+    forked, facts = _verify(target, server=True, jobs=2)
+    alone, alone_facts = _verify(target, server=False, jobs=2)
+    assert _digest(forked) == _digest(alone)
+    assert facts.ignored == alone_facts.ignored
+    assert facts.server == ""
+    # every traced call forked; one server started (its process counted)
+    assert facts.counts.get("forked", 0) == alone_facts.counts["traced"]
+    assert facts.counts["server"] >= 1
+    assert "traced" not in facts.counts
+    assert facts.processes == facts.counts["forked"] + facts.counts["server"]
+    assert facts.as_dict().keys() == alone_facts.as_dict().keys()
+    if store == "JsonStore":
+        assert forked.verdict == "clean"
+    else:
+        assert forked.counterexamples  # the broken twins are caught through the server too
+
+
+def test_faulted_records_run_one_shot_and_judge_alike() -> None:
+    # strace numbers a call from the tracee's execve: a fault is injected into a process
+    # of its own, aimed from a one-shot recording
+    kw: dict[str, Any] = {"models": parse_models("process-crash"), "workloads": ["first-save"]}
+    forked, facts = _verify(f"{JSON}:JsonStore", server=True, faults=True, **kw)
+    alone, _ = _verify(f"{JSON}:JsonStore", server=False, faults=True, **kw)
+    assert _digest(forked) == _digest(alone)
+    assert sum(r.faults for r in forked.results) > 0
+    assert facts.counts["forked"] > 0 and facts.counts["traced"] > 0
+    assert forked.verdict == "clean"
+
+
+def _module(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "store_mod.py"
+    path.write_text(textwrap.dedent(body))
+    return f"{path}:Store"
+
+
+STORE = """
+    import json, os, signal, time
+
+    class Store:
+        def __init__(self, base_dir):
+            self.base_dir = base_dir
+
+        def load(self):
+            name = os.path.basename(self.base_dir)
+            if name == "die":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if name == "hang":
+                time.sleep(600)
+            if name == "parricide":
+                os.kill(os.getppid(), signal.SIGKILL)
+            if name == "ok":
+                return name
+            try:
+                with open(os.path.join(self.base_dir, "doc.json")) as f:
+                    return json.loads(f.read())
+            except FileNotFoundError:
+                return None
+
+        def save(self, value):
+            with open(os.path.join(self.base_dir, "doc.json"), "w") as f:
+                f.write(json.dumps(value))
+"""
+
+
+def test_a_child_killed_by_a_signal_is_its_status_and_the_server_goes_on(
+    tmp_path: Path,
+) -> None:
+    target = _module(tmp_path, STORE)
+    server = DriverServer(target, cwd=str(tmp_path), timeout=60, max_output=1 << 20)
+    try:
+        proc, _calls = server.call(["document", target, "load", "/nowhere/die"], None, "load")
+        assert proc.returncode == -9
+        proc, calls = server.call(["document", target, "load", "/nowhere/ok"], None, "load")
+        assert (proc.returncode, proc.stdout) == (0, b'"ok"')
+        # the child's own calls only: none of the server's start-up (its imports)
+        assert not any("store_mod" in c.args for c in calls)
+        assert {c.pid for c in calls} and server.pid not in {c.pid for c in calls}
+        assert os.path.getsize(server.log) == 0  # what was read is not kept on disk
+    finally:
+        server.close()
+    assert server.proc is not None and server.proc.returncode is not None
+
+
+def test_a_hanging_child_times_out_and_its_server_is_killed(tmp_path: Path) -> None:
+    target = _module(tmp_path, STORE)
+    server = DriverServer(target, cwd=str(tmp_path), timeout=2, max_output=1 << 20)
+    try:
+        with pytest.raises(TargetTimeout):
+            server.call(["document", target, "load", "/nowhere/hang"], None, "load")
+    finally:
+        server.close()
+    assert server.proc is not None and server.proc.returncode is not None
+
+
+def test_a_child_that_kills_its_server_is_no_fallback(tmp_path: Path) -> None:
+    # its directory is no longer the state it was given: run again one-shot, it would be
+    # judged on what the first run left (ExecRunner turns this into BadTarget, exit 2)
+    target = _module(tmp_path, STORE)
+    server = DriverServer(target, cwd=str(tmp_path), timeout=30, max_output=1 << 20)
+    try:
+        with pytest.raises(ServerGone) as gone:
+            server.call(["document", target, "load", "/nowhere/parricide"], None, "load")
+        assert gone.value.ran
+    finally:
+        server.close()
+
+
+def test_a_save_in_a_forked_child_is_recorded_as_one_shot(tmp_path: Path) -> None:
+    target = _module(tmp_path, STORE)
+    save, load, _ = driver_commands(target, "document")
+    models = parse_models("process-crash")
+    forked, facts = verify_exec(
+        save, load, models=models, workloads=["first-save"], shown=target, server=True
+    )
+    alone, _ = verify_exec(
+        save, load, models=models, workloads=["first-save"], shown=target, server=False
+    )
+    assert _digest(forked) == _digest(alone)
+    assert facts.counts["forked"] > 0
+
+
+def test_an_import_that_writes_keeps_the_one_shot_path(tmp_path: Path) -> None:
+    # the server's own start-up is in no child's trace: a TARGET whose import writes
+    # (an escape a one-shot trace shows every time) is not served by a fork server
+    mark = tmp_path / "imported.txt"
+    head = f"with open({str(mark)!r}, 'a') as f:\n    f.write('imported')\n"
+    target = _module(tmp_path, head + textwrap.dedent(STORE))
+    kw: dict[str, Any] = {"models": parse_models("process-crash"), "workloads": ["first-save"]}
+    result, facts = _verify(target, server=True, **kw)
+    alone, _ = _verify(target, server=False, **kw)
+    assert "import did more than read" in facts.server
+    assert "forked" not in facts.counts and facts.counts["traced"] > 0
+    assert facts.counts["server"] == 1
+    assert _digest(result) == _digest(alone)
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        "_KEEP.append(f)",  # a file object flushed and closed by the interpreter's exit
+        "atexit.register(f.close)",  # an atexit callback
+    ],
+)
+def test_what_the_interpreters_exit_writes_is_recorded_in_a_forked_child(
+    tmp_path: Path, keep: str
+) -> None:
+    # a child ends at once only when its exit could do no I/O: here it writes the value
+    target = _module(
+        tmp_path,
+        f"""
+        import atexit, json, os
+
+        _KEEP = []
+
+        class Store:
+            def __init__(self, base_dir):
+                self.path = os.path.join(base_dir, "doc.json")
+
+            def load(self):
+                try:
+                    with open(self.path) as f:
+                        return json.loads(f.read())
+                except (FileNotFoundError, ValueError):
+                    return None
+
+            def save(self, value):
+                f = open(self.path, "w")
+                f.write(json.dumps(value))
+                {keep}
+        """,
+    )
+    kw: dict[str, Any] = {"models": parse_models("process-crash"), "workloads": ["first-save"]}
+    forked, facts = _verify(target, server=True, **kw)  # the preflight sees the save land
+    alone, _ = _verify(target, server=False, **kw)
+    assert _digest(forked) == _digest(alone)
+    assert facts.counts["forked"] > 0 and facts.server == ""
