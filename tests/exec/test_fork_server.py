@@ -138,7 +138,9 @@ def test_a_child_killed_by_a_signal_is_its_status_and_the_server_goes_on(
         # the child's own calls only: none of the server's start-up (its imports)
         assert not any("store_mod" in c.args for c in calls)
         assert {c.pid for c in calls} and server.pid not in {c.pid for c in calls}
-        assert os.path.getsize(server.log) == 0  # what was read is not kept on disk
+        # what was read is not kept on disk: strace goes on writing the server's own
+        # lines at its offset after the emptied part (a hole), so count blocks, not size
+        assert os.stat(server.log).st_blocks * 512 < 64 * 1024
     finally:
         server.close()
     assert server.proc is not None and server.proc.returncode is not None
