@@ -201,22 +201,17 @@ def pid_namespace() -> bool:
     is killed, the kernel kills every other process in it, a ``setsid`` daemon included
     (pid_namespaces(7)). Probed once."""
     if not _NAMESPACE:
-        ok = False
-        if shutil.which("unshare") is not None:
-            try:
-                ok = (
-                    subprocess.run(
-                        [*_UNSHARE, "true"],
-                        stdin=subprocess.DEVNULL,
-                        capture_output=True,
-                        timeout=10,
-                    ).returncode
-                    == 0
-                )
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-        _NAMESPACE.append(ok)
+        _NAMESPACE.append(shutil.which("unshare") is not None and _runs([*_UNSHARE, "true"]))
     return _NAMESPACE[0]
+
+
+def _runs(argv: list[str]) -> bool:
+    """Whether ``argv`` exits 0 within 10 seconds (a probe: no input, output dropped)."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 _UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--")
@@ -229,21 +224,9 @@ def own_proc() -> bool:
     machine's ``/proc`` translates every new tracee's pid by scanning ``/proc`` (tens of
     milliseconds a fork); with its own ``/proc`` it need not. Probed once."""
     if not _MOUNT_PROC:
-        ok = False
-        if pid_namespace():
-            try:
-                ok = (
-                    subprocess.run(
-                        [*_UNSHARE[:-1], "--mount-proc", "--", "true"],
-                        stdin=subprocess.DEVNULL,
-                        capture_output=True,
-                        timeout=10,
-                    ).returncode
-                    == 0
-                )
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-        _MOUNT_PROC.append(ok)
+        _MOUNT_PROC.append(
+            pid_namespace() and _runs([*_UNSHARE[:-1], "--mount-proc", "--", "true"])
+        )
     return _MOUNT_PROC[0]
 
 
