@@ -38,6 +38,7 @@ from typing import Any
 from crashpoint.faultfs import parse_models
 from crashpoint.scenarios.jobs.exec import driver_commands, verify_exec, verify_exec_state_storage
 from crashpoint.scenarios.jobs.verify import verify
+from crashpoint.scenarios.kinds.document.kind import BASIC_WORKLOADS
 from crashpoint.scenarios.targets.user import load_factory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,10 +128,15 @@ def main() -> int:
     parser.add_argument("--skip-catalogue", action="store_true")
     parser.add_argument("--only-side-by-side", action="store_true")
     parser.add_argument("--one-shot", action="store_true")
+    parser.add_argument(
+        "--workloads",
+        default=",".join(BASIC_WORKLOADS),
+        help="side by side: the workloads judged (default: --runner strace's own default)",
+    )
     args = parser.parse_args()
     models = parse_models("all")
     print(f"load average: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
-    side_by_side(models, ["first-save", "resize"], args.jobs, args.rounds, args.one_shot)
+    side_by_side(models, args.workloads.split(","), args.jobs, args.rounds, args.one_shot)
     print(f"load average: {os.getloadavg()[0]:.1f}")
     if args.only_side_by_side:
         return 0

@@ -363,27 +363,38 @@ def _hex(text: str) -> str:
 
 
 def split_args(args: str) -> list[str]:
-    """Top-level comma-separated arguments (brackets, braces and quotes respected)."""
+    """Top-level comma-separated arguments (brackets, braces and quotes respected).
+
+    Jumps from one bracket, comma or quote to the next; a quoted string (``-xx`` prints
+    every byte as ``\\xNN``: no quote inside) is skipped whole, so a write's data is never
+    walked a character at a time."""
     out: list[str] = []
-    depth, quoted, start = 0, False, 0
-    for i, ch in enumerate(args):
-        if quoted:
-            if ch == '"':
-                quoted = False
-            continue
+    depth, start, pos = 0, 0, 0
+    search = _SPECIAL.search
+    while (m := search(args, pos)) is not None:
+        i = m.start()
+        ch = args[i]
         if ch == '"':
-            quoted = True
-        elif ch in "[{<(":
+            end = args.find('"', i + 1)
+            if end < 0:
+                break  # unterminated: the rest is quoted
+            pos = end + 1
+            continue
+        if ch in "[{<(":
             depth += 1
         elif ch in "]}>)":
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif depth == 0:
             out.append(args[start:i].strip())
             start = i + 1
+        pos = i + 1
     tail = args[start:].strip()
     if tail:
         out.append(tail)
     return out
+
+
+_SPECIAL = re.compile(r'["\[\]{}<>(),]')
 
 
 _FD = re.compile(r"^(-?\d+)(?:<(.*)>)?(?:\s*\(deleted\))?$", re.S)

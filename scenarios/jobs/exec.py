@@ -54,6 +54,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -586,6 +587,15 @@ class ExecRunner(Runner):
         self._escapes: list[str] = []
         self._unsupported: list[str] = []
         self._sources: dict[tuple[str, str], tuple[list[Source], dict[tuple[int, str], int]]] = {}
+        """A call's operations and their system calls, numbered as strace's ``when=N`` counts
+        them (from the execve of a one-shot process), by the key of :meth:`ExecDocument.traced`."""
+        self._forked_sources: dict[
+            tuple[str, str], tuple[list[Source], dict[tuple[int, str], int]]
+        ] = {}
+        """The same from a fork server's child (numbered from its start mark): a one-shot
+        process's numbering for every call its server's start never made (:meth:`estimate`)."""
+        self._no_estimate: set[tuple[str, str]] = set()
+        """Keys whose estimated injection missed its operation: probed one-shot instead."""
         self.cwd = os.getcwd()
         self._lock = threading.Lock()
         self.batch = False
@@ -607,6 +617,29 @@ class ExecRunner(Runner):
         """The strace driver's fork servers (``--runner strace`` with a Python TARGET):
         a clean traced call of the driver runs in a forked child of one of them."""
 
+    def estimate(
+        self, key: tuple[str, str], local: int
+    ) -> tuple[list[Source], dict[tuple[int, str], int]] | None:
+        """How a one-shot process would number the call that made operation ``local`` of
+        the call ``key``, from the fork server's child that ran it clean: the same, when
+        the server's own start (the interpreter's, the driver's, TARGET's import: what a
+        one-shot process does before it) made no call of that name, as for a write, an
+        fsync, a rename (an import that wrote keeps the server from being used). None
+        when it cannot be told (no forked record; a call the start made, an ``openat``;
+        an estimate that missed before): the caller probes the call one-shot."""
+        pool = self.server
+        with self._lock:
+            known = self._forked_sources.get(key)
+            if known is None or pool is None or pool.startup is None or key in self._no_estimate:
+                return None
+        sources, _counts = known
+        if local >= len(sources):
+            return known  # not in this call: nothing to inject
+        src = sources[local]
+        if pool.startup.get(src.name, 0) or src.pid != sources[0].pid:
+            return None  # (a call of the start, or of another tracee of the child)
+        return known
+
     def _count(self, kind: str, n: int = 1) -> None:
         """Add ``n`` processes of ``kind`` to :attr:`counts` (the caller holds the lock)."""
         self.counts[kind] = self.counts.get(kind, 0) + n
@@ -627,6 +660,7 @@ class ExecRunner(Runner):
             volatile=self.volatile,
         )
         other._plain, other._recorded, other._sources = self._plain, self._recorded, self._sources
+        other._forked_sources, other._no_estimate = self._forked_sources, self._no_estimate
         other._lock, other.batch, other.cwd = self._lock, self.batch, self.cwd
         return other
 
@@ -906,7 +940,7 @@ def _probe_events(calls: Iterable[Syscall]) -> Iterator[tuple[str, str, bytes]]:
     :func:`~crashpoint.faultfs._fresh.tempfile_probe`."""
     excl = os.O_CREAT | os.O_EXCL
     for c in calls:
-        if c.result < 0:
+        if c.result < 0 or c.name not in _PROBE_CALLS:
             continue
         a = split_args(c.args)
         if c.name in ("open", "openat") and len(a) >= 2:
@@ -926,10 +960,17 @@ def _probe_events(calls: Iterable[Syscall]) -> Iterator[tuple[str, str, bytes]]:
             yield "unlink", os.path.normpath(path), b""
 
 
+_PROBE_CALLS = frozenset(("open", "openat", "write", "unlink", "unlinkat"))
+
+
 def _drop_probes(replay: StraceReplay, calls: Sequence[Syscall]) -> None:
     """Python's ``tempfile`` probes its temporary directory once per process (an
     8-character file holding ``blat``, created and deleted): outside the directory it is
-    not an escape (S1) but an ignored path, listed with :data:`PROBE_NOTE`."""
+    not an escape (S1) but an ignored path, listed with :data:`PROBE_NOTE`. Looked for
+    only when the replay found an escape: every temporary directory ``tempfile`` tries
+    is outside the directory and under no ignore rule, so a probe is always one."""
+    if not replay.escapes:
+        return
     probes = {p for p in tempfile_probe(_probe_events(calls)) if replay.model_path(p) is None}
     if not probes:
         return
@@ -990,8 +1031,9 @@ class ExecDocument:
         inject = None
         fault: Fault | None = getattr(fs, "fault", None)
         op_count = int(getattr(fs, "op_count", 0))
+        estimated = False
         if fault is not None and fault.at >= op_count:
-            inject = self._target(fault, key, state, label, key_text, argv, stdin)
+            inject, estimated = self._target(fault, key, state, label, key_text, argv, stdin)
         with runner._lock:
             cached = runner._recorded.get(key) if inject is None and not _ONE_SHOT.get() else None
         if cached is not None:
@@ -1020,8 +1062,9 @@ class ExecDocument:
         self.sources += rep.sources
         if inject is None:
             with runner._lock:
-                if not done.forked:  # (a forked child's calls are numbered from its fork)
-                    runner._sources.setdefault(key, (list(rep.sources), dict(rep.counts)))
+                # (a forked child's calls are numbered from its start mark, not its execve)
+                known = runner._forked_sources if done.forked else runner._sources
+                known.setdefault(key, (list(rep.sources), dict(rep.counts)))
         elif fault is not None:
             missed = [f"trace and model disagree: {m}" for m in rep.mismatched]
             if not any(o.index == fault.at and o.errno is not None for o in fs.trace.ops):
@@ -1031,6 +1074,9 @@ class ExecDocument:
                     f"operation {fault.at}",
                 )
             retry = _INJECT_MISSES.get()
+            if missed and estimated:
+                with runner._lock:  # the next try probes the call one-shot
+                    runner._no_estimate.add(key)
             if missed and retry is not None:
                 retry += missed  # the record is run again (ExecDocumentKind._record)
                 return done
@@ -1056,11 +1102,18 @@ class ExecDocument:
         key_text: str,
         argv: Callable[[str, str], list[str]],
         stdin: bytes | None,
-    ) -> str | None:
+    ) -> tuple[str | None, bool]:
         """The ``-e inject`` expression hitting operation ``fault.at``, if it falls in
-        this call; None otherwise (and the fault disarmed when it cannot be targeted)."""
+        this call; None otherwise (and the fault disarmed when it cannot be targeted).
+        Second: whether its ``when=N`` is :meth:`ExecRunner.estimate`'s (no one-shot
+        probe was run: an injection that misses makes the next try probe)."""
         runner, fs = self.runner, self.fs
+        local = fault.at - int(getattr(fs, "op_count", 0))
         known = runner._sources.get(key)
+        estimated = False
+        if known is None:
+            known = runner.estimate(key, local)
+            estimated = known is not None
         if known is None:
             probe = ExecDocument(runner, RecordingFileSystem(MemoryFileSystem(state)))
             token = _ONE_SHOT.set(True)  # strace's when=N counts from the execve
@@ -1070,9 +1123,8 @@ class ExecDocument:
                 _ONE_SHOT.reset(token)
             known = runner._sources[key]
         sources, counts = known
-        local = fault.at - int(getattr(fs, "op_count", 0))
         if local >= len(sources):
-            return None
+            return None, estimated
         src = sources[local]
         why = ""
         if fault.kind is not FaultKind.ERROR:
@@ -1092,8 +1144,8 @@ class ExecDocument:
             with runner._lock:
                 runner.untargeted.append(note)
             fs.fault = None
-            return None
-        return f"{src.name}:error={errno_name(fault.errno)}:when={src.nth}"
+            return None, estimated
+        return f"{src.name}:error={errno_name(fault.errno)}:when={src.nth}", estimated
 
     def load(self) -> Any:
         runner, fs = self.runner, self.fs
@@ -1613,6 +1665,11 @@ def _hexed(text: str) -> str:
     return "".join(f"\\x{b:02x}" for b in text.encode())
 
 
+INLINE_VALUE = 256 * 1024
+"""Bytes: a request carrying its saved value up to this size goes to the fork server whole
+(the child reads no value file; the server takes messages of up to 1 MiB)."""
+
+
 class DriverServer:
     """One fork server of the strace driver (:func:`strace_driver.serve`): a driver
     interpreter that imported TARGET once, under one ``strace -f`` (the same
@@ -1634,6 +1691,8 @@ class DriverServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.token = os.urandom(8).hex()
         self.ignored: list[str] = []
+        self.startup: Counter[str] = Counter()
+        """The server's calls by name up to its ready mark (its start)."""
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._start(theirs)
@@ -1681,7 +1740,9 @@ class DriverServer:
         # import) is in no child's trace: a server whose import wrote, or did what the
         # model cannot represent, is not used (a one-shot child's trace would show it).
         lines = self._lines_until(f"{self.pid} ", _hexed(strace_driver.MARK + ".ready"), deadline)
-        calls = [c for c in parse_log(lines) if _may_write(c)]
+        started = parse_log(lines)
+        self.startup = Counter(c.name for c in started)
+        calls = [c for c in started if _may_write(c)]
         replay = StraceReplay(
             RecordingFileSystem(MemoryFileSystem(CrashState((), ("/",)))),
             os.path.join(self.tmp, "no-such-dir"),
@@ -1689,8 +1750,7 @@ class DriverServer:
             cwd=self.cwd,
         )
         replay.feed(calls)
-        if replay.escapes:
-            _drop_probes(replay, calls)  # tempfile's probe is no escape
+        _drop_probes(replay, calls)  # tempfile's probe is no escape
         odd = replay.escapes + replay.unsupported + replay.mapped + replay.mismatched
         if odd:
             raise ServerGone(f"TARGET's import did more than read: {odd[0]}")
@@ -1773,11 +1833,17 @@ class DriverServer:
         writer = [in_w]
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        message = json.dumps({"argv": list(args)}).encode()
+        if len(args) == 5 and args[0] == "document" and args[2] == "save":
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                if os.path.getsize(args[4]) <= INLINE_VALUE:
+                    with open(args[4], encoding="utf-8") as f:
+                        inline = json.dumps({"argv": list(args), "value": f.read()}).encode()
+                    if len(inline) <= INLINE_VALUE:
+                        message = inline
         try:
             try:
-                socket.send_fds(
-                    self.sock, [json.dumps({"argv": list(args)}).encode()], [in_r, out_w, err_w]
-                )
+                socket.send_fds(self.sock, [message], [in_r, out_w, err_w])
             except OSError as exc:
                 raise ServerGone(f"send: {exc}") from None
         finally:
@@ -1938,6 +2004,9 @@ class DriverPool:
         self.started = 0
         """Servers started (each one process: its tracer's and ``unshare``'s aside)."""
         self.failed = ""
+        self.startup: dict[str, int] | None = None
+        """The first server's start (up to its ready mark): its calls by name
+        (:meth:`ExecRunner.estimate`)."""
         self._cond = threading.Condition()
 
     def take(self) -> DriverServer | None:
@@ -1971,6 +2040,8 @@ class DriverPool:
                 self.starting -= 1
                 if server is not None:
                     self.servers.append(server)
+                    if self.startup is None:
+                        self.startup = dict(server.startup)
                 self._cond.notify_all()
         return server
 

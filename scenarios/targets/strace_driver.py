@@ -42,6 +42,11 @@ class DriverError(Exception):
 
 _FACTORIES: dict[str, Any] = {}
 
+_INLINE: dict[str, str] = {}
+"""A fork server's child: the value file's text, sent with the request (``"value"``), by
+the path the command line names; read from the file otherwise. The file's reads are the
+driver's, not the target's: a child that makes none is stopped by its tracer less."""
+
 
 def _factory(spec: str) -> Any:
     """``module:attr`` or ``path/file.py:attr`` imported as ``load_factory`` does (the
@@ -207,9 +212,11 @@ def serve(sock_fd: int, spec: str) -> int | None:
         if not msg:
             return None
         try:
-            argv = [str(a) for a in json.loads(msg.decode("utf-8"))["argv"]]
-        except (ValueError, KeyError, TypeError):
-            argv = []
+            request = json.loads(msg.decode("utf-8"))
+            argv = [str(a) for a in request["argv"]]
+            inline = request.get("value")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            argv, inline = [], None
         if len(fds) != 3 or not argv:
             for fd in fds:
                 os.close(fd)
@@ -228,6 +235,8 @@ def serve(sock_fd: int, spec: str) -> int | None:
             with contextlib.suppress(OSError):
                 os.open(MARK, os.O_RDONLY)
             sys.argv[1:] = argv
+            if isinstance(inline, str) and len(argv) == 5:
+                _INLINE[argv[4]] = inline
             status = main(argv)
             if not held:
                 _quiet_exit(status, before)
@@ -290,8 +299,11 @@ def main(argv: list[str]) -> int:
             base = argv[3]
             doc = build(spec, base)
             if op == "save" and len(argv) == 5:
-                with open(argv[4], encoding="utf-8") as f:
-                    doc.save(json.load(f))
+                text = _INLINE.pop(argv[4], None)
+                if text is None:
+                    with open(argv[4], encoding="utf-8") as f:
+                        text = f.read()
+                doc.save(json.loads(text))
                 return 0
             if op == "load" and len(argv) == 4:
                 try:

@@ -90,6 +90,67 @@ def test_faulted_records_run_one_shot_and_judge_alike() -> None:
     assert forked.verdict == "clean"
 
 
+def test_a_faulted_write_is_aimed_from_the_forked_recording_without_a_probe() -> None:
+    # The server's start (interpreter, driver, TARGET's import) made no write: a forked
+    # child numbers its writes as a one-shot process does, so the one process of its own
+    # is the faulted record itself (before: a one-shot probe of each call first).
+    kw: dict[str, Any] = {
+        "models": parse_models("process-crash"),
+        "workloads": ["save-after-failure"],
+    }
+    forked, facts = _verify(f"{JSON}:JsonStore", server=True, **kw)
+    alone, alone_facts = _verify(f"{JSON}:JsonStore", server=False, **kw)
+    assert _digest(forked) == _digest(alone)
+    assert forked.verdict == "clean"
+    assert facts.counts["traced"] == 1 and facts.run_again == 0
+    assert alone_facts.counts["traced"] > facts.counts["traced"] + facts.counts["forked"] - 1
+
+
+SOCKET_AWARE = """
+    import json, os, sys
+
+    class Store:
+        def __init__(self, base_dir):
+            self.path = os.path.join(base_dir, "doc.json")
+
+        def load(self):
+            try:
+                with open(self.path) as f:
+                    return json.loads(f.read())
+            except FileNotFoundError:
+                return None
+
+        def save(self, value):
+            if "socket" in sys.modules:  # a fork server's child (its server imported it)
+                fd = os.open("/dev/null", os.O_WRONLY)
+                os.write(fd, b"x")  # a write strace counts that stores nothing
+                os.close(fd)
+            with open(self.path + ".tmp", "w") as f:
+                f.write(json.dumps(value))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(self.path + ".tmp", self.path)
+"""
+
+
+def test_an_estimated_injection_that_misses_is_probed_one_shot(tmp_path: Path) -> None:
+    # In a forked child this store writes once more (to /dev/null) than in a process of
+    # its own: the write numbering taken from the forked recording is off by one, the
+    # injection misses its operation, and the record is run again aimed by a one-shot
+    # probe: the fault lands and the verdict is the one-shot path's, complete.
+    target = _module(tmp_path, SOCKET_AWARE)
+    kw: dict[str, Any] = {
+        "models": parse_models("process-crash"),
+        "workloads": ["save-after-failure"],
+    }
+    forked, facts = _verify(target, server=True, **kw)
+    alone, alone_facts = _verify(target, server=False, **kw)
+    assert facts.run_again == 1 and alone_facts.run_again == 0
+    assert _digest(forked) == _digest(alone)
+    assert not forked.incomplete
+    assert sum(r.faults for r in forked.results) > 0
+
+
 def _module(tmp_path: Path, body: str) -> str:
     path = tmp_path / "store_mod.py"
     path.write_text(textwrap.dedent(body))
