@@ -441,20 +441,21 @@ def fresh_dir(prefix: str = IMAGE_PREFIX) -> Path:
 COMMIT_WAIT = {"ext4": 1.5, "xfs": 1.5, "btrfs": 2.5}  # seconds, the original mounted commit=1
 
 
-def write_back_prefixes(root: Path, seed: str) -> None:
-    """Start writeback of a random page-aligned prefix of every file under ``root`` and
-    wait for it (sync_file_range(2)): what background writeback may have done before a
-    power cut. With delayed allocation the blocks are allocated and the size moves as far
-    as the data written (FAULT-MODEL.md §3: the torn form "size advanced with the data")."""
+def write_back_prefixes(root: Path, seed: str, pages: int | None = None) -> None:
+    """Start writeback of a random page-aligned prefix of every file under ``root`` (its
+    first ``pages`` pages when given) and wait for it (sync_file_range(2)): what background
+    writeback may have done before a power cut. With delayed allocation the blocks are
+    allocated and the size moves as far as the data written (FAULT-MODEL.md §3: the torn
+    form "size advanced with the data")."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     sync_file_range = libc.sync_file_range
     sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
     rng = random.Random(seed)
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        pages = -(-path.stat().st_size // 4096)
-        if pages < 1:
+        size = -(-path.stat().st_size // 4096)
+        if size < 1:
             continue
-        length = rng.randint(1, pages) * 4096
+        length = (rng.randint(1, size) if pages is None else min(pages, size)) * 4096
         fd = os.open(path, os.O_RDONLY)
         try:
             if sync_file_range(fd, 0, length, 1 | 2 | 4) != 0:  # WAIT_BEFORE|WRITE|WAIT_AFTER

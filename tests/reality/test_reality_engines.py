@@ -138,9 +138,12 @@ MODEL: dict[str, Verdict] = {
     # test_engines.py EXPECTED[("lmdb:default", "ext4")]: A1 atomicity (no documented line:
     # a bug) at crash points 1, 2, 3 of the environment's creation; none after the commit.
     "lmdb:default": Verdict(frozenset({"atomicity"}), _NONE, "test_engines EXPECTED, k=1,2,3"),
-    # docs/field-results.md: "atomicity at creation (k >= 9), not yet confirmed", not pinned.
+    # Not pinned (docs/field-results.md: "atomicity at creation (k >= 9), not yet confirmed");
+    # `run.py leveldb:sync --model ext4` on 2026-12-03: 98 A1 atomicity (no documented line)
+    # at crash points 9-22 of the creation save (after the first CURRENT rename, before the
+    # log's fdatasync), 12 recovery, none after the save; complete (0 cut), 452 s.
     "leveldb:sync": Verdict(
-        frozenset({"atomicity"}), _NONE, "docs/field-results.md (k >= 9, not pinned)"
+        frozenset({"atomicity"}), _NONE, "run.py leveldb:sync --model ext4, k=9-22"
     ),
 }
 
@@ -273,7 +276,8 @@ def held(tree: Path) -> str:
         data = path.read_bytes()
         zero = [i for i in range(0, len(data), 4096) if not data[i : i + 4096].strip(b"\0")]
         blocks = f", zero blocks {[i // 4096 for i in zero]}" if zero else ""
-        out.append(f"{path.relative_to(tree)} {len(data)} B{blocks}")
+        text = f" {data!r}" if 0 < len(data) <= 24 and data.isascii() else ""
+        out.append(f"{path.relative_to(tree)} {len(data)} B{text}{blocks}")
     return "; ".join(out) or "empty"
 
 
@@ -313,9 +317,13 @@ class Engine:
     def config(self) -> str:
         return self.spec.split(":")[1]
 
-    def cut(self, k: int, kill: Call | None, mode: str, seed: str) -> list[Call]:
+    def cut(
+        self, k: int, kill: Call | None, mode: str, seed: str, pages: int | None = None
+    ) -> list[Call]:
         """One power cut of save ``k`` (killed at ``kill``, or after it returned), judged;
-        returns the save's calls inside DIR (all of them when it ran to the end)."""
+        ``mode`` ``writeback``: a random prefix of each file written back first (its first
+        ``pages`` pages when given). Returns the save's calls inside DIR (all of them when
+        it ran to the end)."""
         work, vals = self.work, values(self.spec)
         image, copy, log, tree = work / "image", work / "copy", work / "log", work / "tree"
         for j, v in enumerate(vals):
@@ -331,7 +339,7 @@ class Engine:
             calls, _ = parse_log(log, str(store))
             commits = live.journal_commits()
             if mode == "writeback":
-                write_back_prefixes(live.path, seed)
+                write_back_prefixes(live.path, seed, pages)
                 wait_for_commit(live, commits, "ext4")
             consistent_copy(image, copy)
         image.unlink()
@@ -360,7 +368,9 @@ class Engine:
 def plan_and_cut(e: Engine) -> None:
     """The cuts of one configuration: for saves 0 and 1, after the commit (two cuts, five in
     the long run), before a sample of the save's calls (every sync, rename and unlink, and
-    three writes; every call in the long run), and a sample of both after writeback."""
+    three writes; every call in the long run), and a sample of both after writeback (every
+    other one writing back the first page of each file only: a multi-page write torn at the
+    4 KiB block; the others a random prefix)."""
     for k in (0, 1):
         calls: list[Call] = []
         for r in range(5 if LONG else 2):
@@ -373,7 +383,7 @@ def plan_and_cut(e: Engine) -> None:
         for c in mid:
             e.cut(k, c, "now", "")
         for i, c in enumerate(sample(calls, 12 if LONG else 4, f"{e.spec}-{k}-wb")):
-            e.cut(k, c, "writeback", f"{e.spec}-{k}-{i}")
+            e.cut(k, c, "writeback", f"{e.spec}-{k}-{i}", None if i % 2 else 1)
         for r in range(3 if LONG else 1):
             e.cut(k, None, "writeback", f"{e.spec}-{k}-after-wb-{r}")
 
