@@ -51,17 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import reality_helpers as rh
 from reality_driver import _syncfs, power_loss_unavailable
-from reality_helpers import (
-    LONG,
-    Tally,
-    consistent_copy,
-    loop_mount,
-    mkfs,
-    sample,
-    wait_for_commit,
-    write_back_prefixes,
-)
+from reality_helpers import LONG, Tally
 
 pytestmark = [pytest.mark.reality, pytest.mark.engines]
 
@@ -328,8 +320,10 @@ class Engine:
         image, copy, log, tree = work / "image", work / "copy", work / "log", work / "tree"
         for j, v in enumerate(vals):
             (work / f"v{j}.json").write_text(json.dumps(v))
-        mkfs(image, "ext4", IMAGE_BYTES)
-        with loop_mount(image, work / "live", "ext4", "" if mode == "now" else "commit=1") as live:
+        rh.mkfs(image, "ext4", IMAGE_BYTES)
+        with rh.loop_mount(
+            image, work / "live", "ext4", "" if mode == "now" else "commit=1"
+        ) as live:
             store = live.path / "store"
             store.mkdir()
             for j in range(k):
@@ -339,11 +333,11 @@ class Engine:
             calls, _ = parse_log(log, str(store))
             commits = live.journal_commits()
             if mode == "writeback":
-                write_back_prefixes(live.path, seed, pages)
-                wait_for_commit(live, commits, "ext4")
-            consistent_copy(image, copy)
+                rh.write_back_prefixes(live.path, seed, pages)
+                rh.wait_for_commit(live, commits, "ext4")
+            rh.consistent_copy(image, copy)
         image.unlink()
-        with loop_mount(copy, work / "replayed", "ext4") as replayed:
+        with rh.loop_mount(copy, work / "replayed", "ext4") as replayed:
             shutil.copytree(replayed.path / "store", tree)
         copy.unlink()
         files = held(tree)  # before the load, which may roll a hot journal back
@@ -378,11 +372,13 @@ def plan_and_cut(e: Engine) -> None:
         writes = [c for c in calls if "write" in c.name]
         others = [c for c in calls if "write" not in c.name]
         mid = (
-            calls if LONG else sorted(others + sample(writes, 3, f"{e.spec}-{k}"), key=calls.index)
+            calls
+            if LONG
+            else sorted(others + rh.sample(writes, 3, f"{e.spec}-{k}"), key=calls.index)
         )
         for c in mid:
             e.cut(k, c, "now", "")
-        for i, c in enumerate(sample(calls, 12 if LONG else 4, f"{e.spec}-{k}-wb")):
+        for i, c in enumerate(rh.sample(calls, 12 if LONG else 4, f"{e.spec}-{k}-wb")):
             e.cut(k, c, "writeback", f"{e.spec}-{k}-{i}", None if i % 2 else 1)
         for r in range(3 if LONG else 1):
             e.cut(k, None, "writeback", f"{e.spec}-{k}-after-wb-{r}")
@@ -462,3 +458,46 @@ def test_the_model_table_matches_the_pinned_findings() -> None:
         if pins is None:
             continue
         assert {cls for _, cls, _, _ in pins} == verdict.during | verdict.after, spec
+
+
+def _done(rc: int, out: str = "", err: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess([], rc, out, err)
+
+
+def test_a_real_outcome_is_classified_as_classify_py_classifies_a_finding() -> None:
+    v0, v1 = values("x")
+    assert judge_load(_done(3, err="integrity: malformed"), [v0], None).cls == "atomicity"
+    assert judge_load(_done(4, err="torn: 3 missing"), [v0], v1).cls == "atomicity"
+    assert judge_load(_done(1, err="Traceback"), [], v0).cls == "atomicity"
+    assert judge_load(_done(0, json.dumps(v1)), [v0], v1).cls == "ok"  # the save in flight
+    assert judge_load(_done(0, json.dumps(v0)), [v0], v1).cls == "ok"
+    assert judge_load(_done(0, json.dumps(v0)), [v0, v1], None).cls == "durability"
+    assert judge_load(_done(0, "null"), [v0], None).cls == "durability"
+    assert judge_load(_done(0, "null"), [], v0).cls == "ok"
+    assert judge_load(_done(0, json.dumps({"other": 1})), [v0], v1).cls == "atomicity"
+
+
+def test_a_real_finding_the_model_rules_out_is_a_disagreement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comparison's failing side: an integrity failure in a row the model calls clean
+    (WAL) disagrees; the same class where the model allows it (journal_mode=OFF, inside the
+    save) confirms; a class allowed and never shown is "not reproduced"."""
+    bad = Outcome("atomicity", "exit 3")
+    wal = Engine("sqlite:wal", tmp_path, [Cut(0, "during", "now", "before x", bad, "f")])
+    tally = Tally("wal", "power cuts")
+    compare(wal, tally)
+    assert len(tally.disagreements) == 1 and "DISAGREES" in tally.disagreements[0]
+    monkeypatch.delenv("CRASHPOINT_REALITY_FIGURES", raising=False)  # not in the summary
+    with pytest.raises(AssertionError):
+        tally.check()
+    off = Engine("sqlite:journal-off", tmp_path, [Cut(0, "during", "now", "before x", bad, "f")])
+    ok = Tally("off", "power cuts")
+    assert any("CONFIRMED" in line for line in compare(off, ok))
+    assert not ok.disagreements
+    delete = Engine(
+        "sqlite:delete", tmp_path, [Cut(0, "after", "now", "after", Outcome("ok", ""), "")]
+    )
+    assert compare(delete, Tally("d", "power cuts")) == [
+        "sqlite:delete after the save, durability: not reproduced in 1 cuts"
+    ]
