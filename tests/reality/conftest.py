@@ -90,3 +90,18 @@ def driver() -> Iterator[Any]:
         yield d
     finally:
         d.close()
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A folder for the images (reality_helpers.fresh_dir); afterwards no loop device or
+    mount may refer to it."""
+    from reality_helpers import fresh_dir, leftover_loops, leftover_mounts
+
+    where = fresh_dir()
+    try:
+        yield where
+    finally:
+        loops, mounts = leftover_loops(str(where)), leftover_mounts(str(where))
+        shutil.rmtree(where, ignore_errors=True)
+        assert not loops and not mounts, f"left behind: {loops} {mounts}"

@@ -12,6 +12,8 @@ terminal summary can print them across xdist workers.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import os
@@ -432,3 +434,45 @@ def leftover_mounts(prefix: str) -> list[str]:
 
 def fresh_dir(prefix: str = IMAGE_PREFIX) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+# --- the moments after the writer died -----------------------------------------------------
+
+COMMIT_WAIT = {"ext4": 1.5, "xfs": 1.5, "btrfs": 2.5}  # seconds, the original mounted commit=1
+
+
+def write_back_prefixes(root: Path, seed: str, pages: int | None = None) -> None:
+    """Start writeback of a random page-aligned prefix of every file under ``root`` (its
+    first ``pages`` pages when given) and wait for it (sync_file_range(2)): what background
+    writeback may have done before a power cut. With delayed allocation the blocks are
+    allocated and the size moves as far as the data written (FAULT-MODEL.md §3: the torn
+    form "size advanced with the data")."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    sync_file_range = libc.sync_file_range
+    sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    rng = random.Random(seed)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        size = -(-path.stat().st_size // 4096)
+        if size < 1:
+            continue
+        length = (rng.randint(1, size) if pages is None else min(pages, size)) * 4096
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if sync_file_range(fd, 0, length, 1 | 2 | 4) != 0:  # WAIT_BEFORE|WRITE|WAIT_AFTER
+                raise OSError(ctypes.get_errno(), "sync_file_range", str(path))
+        finally:
+            os.close(fd)
+
+
+def wait_for_commit(live: Mounted, before: int | None, fstype: str) -> None:
+    """Wait past a journal commit: COMMIT_WAIT seconds, then (ext4) until jbd2 has committed
+    a transaction more than ``before``, or 3 s in all (nothing was pending). A transaction
+    still running behind one that was committing when the writer died would make the copy
+    an earlier state: still a state a power cut leaves, judged the same way."""
+    started = time.monotonic()
+    time.sleep(COMMIT_WAIT[fstype])
+    while before is not None and time.monotonic() - started < 3.0:
+        now = live.journal_commits()
+        if now is None or now > before:
+            return
+        time.sleep(0.05)

@@ -33,9 +33,7 @@ import ctypes
 import ctypes.util
 import dataclasses
 import os
-import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,9 +53,6 @@ from reality_helpers import (
     LONG,
     Tally,
     consistent_copy,
-    fresh_dir,
-    leftover_loops,
-    leftover_mounts,
     loop_mount,
     mkfs,
 )
@@ -114,17 +109,6 @@ def _kernel_writeback_seconds() -> float:
         except (OSError, ValueError):
             total += default / 100
     return total
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    where = fresh_dir()
-    try:
-        yield where
-    finally:
-        loops, mounts = leftover_loops(str(where)), leftover_mounts(str(where))
-        shutil.rmtree(where, ignore_errors=True)
-        assert not loops and not mounts, f"left behind: {loops} {mounts}"
 
 
 def cut(

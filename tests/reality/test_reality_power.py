@@ -27,14 +27,7 @@ workload for each target at once, and a sample after a commit or a writeback.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
-import os
-import random
-import shutil
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,24 +41,21 @@ from reality_helpers import (
     STORAGE_SCENARIOS,
     TARGETS,
     Expected,
-    Mounted,
     Tally,
     child_marks,
     child_ops,
     consistent_copy,
-    fresh_dir,
-    leftover_loops,
-    leftover_mounts,
     loop_mount,
     mkfs,
     sample,
+    wait_for_commit,
+    write_back_prefixes,
 )
 
 pytestmark = [pytest.mark.reality]
 
 IMAGE_BYTES = {"ext4": 32 << 20, "xfs": 300 << 20, "btrfs": 128 << 20}  # mkfs minimums
 COPY_OPTIONS = {"ext4": "", "xfs": "nouuid", "btrfs": ""}
-COMMIT_WAIT = {"ext4": 1.5, "xfs": 1.5, "btrfs": 2.5}  # seconds, the original mounted commit=1
 MODEL_FOR = {fs: dataclasses.replace(get_model(fs), max_states=4096) for fs in IMAGE_BYTES}
 """The model each file system is judged against: its family (issue 20; ``power-loss``, an
 alias of ``ext4`` since), with room to enumerate every state of these workloads (cut = 0):
@@ -76,60 +66,12 @@ OLD = dataclasses.replace(JOURNALED, max_states=4096)
 holds too is counted, not asserted."""
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    """A folder for the images; afterwards no loop device or mount may refer to it."""
-    where = fresh_dir()
-    try:
-        yield where
-    finally:
-        loops, mounts = leftover_loops(str(where)), leftover_mounts(str(where))
-        shutil.rmtree(where, ignore_errors=True)
-        assert not loops and not mounts, f"left behind: {loops} {mounts}"
-
-
 WHEN = {
     "now": "at once",
     "commit": "after a journal commit",  # btrfs: a transaction commit
     "writeback": "after part of the dirty data was written back",
 }
 """The three moments a power cut is emulated at, after the writer died."""
-
-
-def write_back_prefixes(root: Path, seed: str) -> None:
-    """Start writeback of a random page-aligned prefix of every file under ``root`` and
-    wait for it (sync_file_range(2)): what background writeback may have done before a
-    power cut. With delayed allocation the blocks are allocated and the size moves as far
-    as the data written (FAULT-MODEL.md §3: the torn form "size advanced with the data")."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    sync_file_range = libc.sync_file_range
-    sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    rng = random.Random(seed)
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        pages = -(-path.stat().st_size // 4096)
-        if pages < 1:
-            continue
-        length = rng.randint(1, pages) * 4096
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            if sync_file_range(fd, 0, length, 1 | 2 | 4) != 0:  # WAIT_BEFORE|WRITE|WAIT_AFTER
-                raise OSError(ctypes.get_errno(), "sync_file_range", str(path))
-        finally:
-            os.close(fd)
-
-
-def wait_for_commit(live: Mounted, before: int | None, fstype: str) -> None:
-    """Wait past a journal commit: COMMIT_WAIT seconds, then (ext4) until jbd2 has committed
-    a transaction more than ``before``, or 3 s in all (nothing was pending). A transaction
-    still running behind one that was committing when the writer died would make the copy
-    an earlier state: still a state a power cut leaves, judged the same way."""
-    started = time.monotonic()
-    time.sleep(COMMIT_WAIT[fstype])
-    while before is not None and time.monotonic() - started < 3.0:
-        now = live.journal_commits()
-        if now is None or now > before:
-            return
-        time.sleep(0.05)
 
 
 def power_cut(
