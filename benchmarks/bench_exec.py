@@ -1,14 +1,15 @@
 """``verify --exec`` throughput (issue 13): cost per crash state, and the Node seed port.
 
     python benchmarks/bench_exec.py [--jobs N] [--rounds 5] [--skip-catalogue] [--only-side-by-side]
-                                    [--one-shot]
+                                    [--one-shot] [--workloads W,...]
 
 * **side by side** (issue 23): the JSON store ``examples/stores/jsonstore.py:JsonStore``
   judged in-process (intercepted) and through ``--runner strace`` (crashpoint's driver:
   each save and batch of loads a forked child of a traced fork server, the server's start
   included), in turn, ``--rounds`` times: the median cost per distinct crash state (disk
   image), wall and CPU (children's included, RUSAGE_CHILDREN: the servers, their tracers
-  and children are reaped by then), and their ratio (target: within 4x). With
+  and children are reaped by then), and their ratio (target: within 4x), on the runner's
+  default workloads (``--workloads`` to choose). With
   ``--one-shot``, also the driver run as one traced interpreter per call (the path a
   user's ``--exec`` commands and faulted records take).
 

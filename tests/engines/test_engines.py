@@ -40,20 +40,7 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # Acceptance 2: synchronous=OFF survives an application crash (every A3 is the hot
     # journal rolled back: recovery).
     ("sqlite:delete-off", "process-crash"): set(),
-    # LMDB 0.9 (py-lmdb's bundled liblmdb): mdb_env_init_meta writes both meta pages of a
-    # new environment in one 8192-byte pwrite; a crash that tears it (Linux stops a killed
-    # writer between pages) leaves meta 1 zeroed, and mdb_env_read_header refuses the file
-    # (MDB_INVALID) for ever: the environment's creation is not crash-atomic. Before any
-    # commit, so nothing committed is lost, but the store never opens again.
-    ("lmdb:default", "process-crash"): {("A1", "atomicity", "bug", 1)},
-    # Under ext4 the same, and the un-fsynced first data page (k=2, 3) lost or zeroed: the
-    # file LMDB created is refused. (The meta page written through its O_DSYNC descriptor
-    # is durable on return since the replay models O_DSYNC: no A2.)
-    ("lmdb:default", "ext4"): {
-        ("A1", "atomicity", "bug", 1),
-        ("A1", "atomicity", "bug", 2),
-        ("A1", "atomicity", "bug", 3),
-    },
+    # (LMDB's default configuration is pinned in test_engines_ci.py: CI runs it.)
     # LMDB with its lock file (py-lmdb's default lock=True): the same creation tear, two
     # operations later (lock.mdb's create and ftruncate come first). Complete: lock.mdb is a
     # shared writable mapping declared volatile (lmdb_engine.volatile; docs/models.md
