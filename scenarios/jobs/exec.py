@@ -1282,11 +1282,12 @@ class ExecDocumentKind(DocumentKind):
     def prefetch(self, states: list[CrashState]) -> None:
         """Observe ``states`` now, ``jobs`` load processes at a time; with the strace
         driver (``--runner strace``), in batches: one process loads up to
-        :data:`BATCH_IMAGES` crash images (:meth:`_batch_observe`)."""
+        :data:`BATCH_IMAGES` crash images (:meth:`_batch_observe`), split across ``jobs``
+        processes only into batches of :data:`BATCH_SPLIT` or more."""
         if not states:
             return
         if self.exec_runner.batch_load and len(states) > 1:
-            size = max(1, min(BATCH_IMAGES, -(-len(states) // self.jobs)))
+            size = max(1, min(BATCH_IMAGES, max(-(-len(states) // self.jobs), BATCH_SPLIT)))
             chunks = [states[i : i + size] for i in range(0, len(states), size)]
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 for chunk, got in zip(chunks, pool.map(self._batch_observe, chunks), strict=True):
@@ -1311,7 +1312,8 @@ class ExecDocumentKind(DocumentKind):
         base = runner.base_dir
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
             tmp = os.path.realpath(tmp)
-            roots = [os.path.join(tmp, f"d{i}") for i in range(len(chunk))]
+            # one width: no directory's name is a prefix of another's (see ``mine`` below)
+            roots = [os.path.join(tmp, f"d{i:04d}") for i in range(len(chunk))]
             for s, root in zip(chunk, roots, strict=True):
                 materialize(s, base, root, runner.volatile)
             before = [_snapshot(r) for r in roots]
@@ -1333,13 +1335,27 @@ class ExecDocumentKind(DocumentKind):
             replies = None
         if done.proc.returncode != 0 or not isinstance(replies, list) or len(replies) != len(chunk):
             return [None] * len(chunk)
+        # Each state's replay is fed the calls naming its directory (``-y`` prints every
+        # descriptor's path, the working directory's included, so an open under it names
+        # it) and the forks: the others' opens are outside it, which its replay skips.
+        mine: list[list[Syscall]] = [[] for _ in roots]
+        where = {_hexed(r): i for i, r in enumerate(roots)}
+        head, width = _hexed(os.path.join(tmp, "d")), len(_hexed(roots[0]))
+        for c in done.calls:
+            at = c.args.find(head) if c.name != "fork-of" else -1
+            i = where.get(c.args[at : at + width]) if at >= 0 else None
+            if i is not None:
+                mine[i].append(c)
+                continue
+            for calls in mine:  # (a call naming no directory: every replay sees it)
+                calls.append(c)
         out: list[DocObservation | None] = []
-        for s, root, reply, wrote in zip(chunk, roots, replies, changed, strict=True):
+        for s, root, reply, wrote, calls in zip(chunk, roots, replies, changed, mine, strict=True):
             if wrote or not isinstance(reply, dict):
                 out.append(None)
                 continue
             rec = runner.replay(RecordingFileSystem(MemoryFileSystem(s)), root)
-            rec.feed(done.calls)
+            rec.feed(calls)
             files = {p for p, _ in s.files}
             reads = frozenset(r for r in rec.reads if r in files)
             if reply.get("ok") is True:
@@ -1577,6 +1593,10 @@ DRIVER = os.path.abspath(strace_driver.__file__)
 
 BATCH_IMAGES = 32
 """The most crash images one batch load process of the strace driver loads."""
+
+BATCH_SPLIT = 16
+"""Crash images a batch keeps before it is split across ``jobs`` processes: a process
+(a fork, its tracing, its exit) costs more than loading a few small images in another."""
 
 
 def driver_batch_load(target: str) -> str:
