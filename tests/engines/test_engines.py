@@ -40,7 +40,54 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # Acceptance 2: synchronous=OFF survives an application crash (every A3 is the hot
     # journal rolled back: recovery).
     ("sqlite:delete-off", "process-crash"): set(),
+    # Every other rollback and WAL configuration survives a process crash (the hot journal
+    # rolled back, or the WAL's uncommitted frames ignored, on open: recovery).
+    ("sqlite:truncate", "process-crash"): set(),
+    ("sqlite:persist", "process-crash"): set(),
+    ("sqlite:delete-extra", "process-crash"): set(),
+    ("sqlite:delete-normal", "process-crash"): set(),
+    ("sqlite:wal-normal", "process-crash"): set(),
+    ("sqlite:wal-exclusive", "process-crash"): set(),
+    # Under ext4 (all bounded by max_states; the cut is counted in each run): TRUNCATE and
+    # PERSIST end a transaction by truncating or zeroing the journal's header and syncing
+    # the journal (pager.c pager_end_transaction, zeroJournalHdr) and EXTRA syncs the
+    # directory after DELETE's unlink (os_unix.c unixDelete): none loses the last commit,
+    # where DELETE+FULL does (test_engines_ci.py). NORMAL, like FULL, unlinks the journal
+    # without syncing the directory: the last commit may be rolled back after the run, the
+    # trade-off SQLite documents (classify.py: EXTRA "provides additional durability").
+    ("sqlite:truncate", "ext4"): set(),
+    ("sqlite:persist", "ext4"): set(),
+    ("sqlite:delete-extra", "ext4"): set(),
+    ("sqlite:delete-normal", "ext4"): {("A2", "durability", "documented", 30)},
+    # journal_mode=MEMORY and OFF under ext4 and posix: the same documented tears, and
+    # (posix, OFF) the un-synced pages of the last commit lost after the run.
+    ("sqlite:journal-memory", "ext4"): {
+        ("A1", "atomicity", "documented", k) for k in (2, 3, 4, 7, 8)
+    },
+    ("sqlite:journal-off", "posix"): {
+        *(("A1", "atomicity", "documented", k) for k in (2, 3, 4, 7, 8)),
+        ("A2", "durability", "documented", 9),
+    },
+    # journal_mode=MEMORY keeps the rollback journal in memory: a crash in the middle of
+    # the transaction's page writes leaves a malformed file, as documented ("If the
+    # application using SQLite crashes in the middle of a transaction when the MEMORY
+    # journaling mode is set, then the database file will very likely go corrupt").
+    ("sqlite:journal-memory", "process-crash"): {
+        ("A1", "atomicity", "documented", 2),
+        ("A1", "atomicity", "documented", 3),
+        ("A1", "atomicity", "documented", 7),
+    },
     # (LMDB's default configuration is pinned in test_engines_ci.py: CI runs it.)
+    # LMDB without sync or metasync: the same creation tear (the flags change the
+    # commits' syncs, not mdb_env_init_meta's one 8 KiB write).
+    ("lmdb:nosync", "process-crash"): {("A1", "atomicity", "bug", 1)},
+    ("lmdb:nometasync", "process-crash"): {("A1", "atomicity", "bug", 1)},
+    # Under ext4 MDB_NOSYNC is documented to ("a system crash can corrupt the database or
+    # lose the last transactions"): classify.py files every finding of it so.
+    ("lmdb:nosync", "ext4"): {
+        *(("A1", "atomicity", "documented", k) for k in (1, 2, 3, 4)),
+        ("A2", "durability", "documented", 4),
+    },
     # LMDB with its lock file (py-lmdb's default lock=True): the same creation tear, two
     # operations later (lock.mdb's create and ftruncate come first). Complete: lock.mdb is a
     # shared writable mapping declared volatile (lmdb_engine.volatile; docs/models.md
@@ -59,8 +106,11 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # RocksDB (rocksdict's bundled RocksDB), WAL synced: clean under a process crash; the
     # A3s on states before db/CURRENT exists (rocksdict's settings file alone) not judged.
     ("rocksdb:wal", "process-crash"): set(),
-    # LevelDB (plyvel's), sync=True: clean under a process crash.
+    ("rocksdb:nowal", "process-crash"): set(),
+    # LevelDB (plyvel's), sync=True and sync=False: clean under a process crash (an
+    # unsynced write is in the OS's cache, which a process crash does not lose).
     ("leveldb:sync", "process-crash"): set(),
+    ("leveldb:nosync", "process-crash"): set(),
     # Under ext4, the new database's creation (plyvel 1.5.1 bundles libleveldb 1.22):
     # DBImpl::NewDB writes MANIFEST-000001 and never syncs it before SetCurrentFile names
     # it in CURRENT, whose rename the directory's fdatasync makes durable; a power cut
@@ -70,14 +120,24 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # Confirmed by real ext4 cuts (tests/reality/test_reality_engines.py). Nothing after
     # the commit (k=23, 24); the A3s at 20-22 are recovery (the log replayed on open).
     ("leveldb:sync", "ext4"): {("A1", "atomicity", "bug", k) for k in range(9, 23)},
+    # sync=False: the same creation bug, and the write itself lost after the run
+    # (LevelDB documents that a non-sync write may be lost on a machine crash).
+    ("leveldb:nosync", "ext4"): {
+        *(("A1", "atomicity", "bug", k) for k in range(9, 23)),
+        ("A2", "durability", "documented", 22),
+    },
 }
 
 INCOMPLETE_COUNT = {
     ("rocksdb:wal", "process-crash"),
+    ("rocksdb:nowal", "process-crash"),
 }
 """Runs whose verdict names findings it did not judge (the classifier's ``unjudged``)."""
 
-VOLATILE = {"lmdb:locked": ["/data/store/lock.mdb"]}
+VOLATILE = {
+    "lmdb:locked": ["/data/store/lock.mdb"],
+    "sqlite:wal-normal": ["/data/store/db.sqlite-shm"],
+}
 """The volatile files a configuration's runs mapped shared and writable (declared, so the
 verdict stays complete)."""
 

@@ -103,7 +103,7 @@ def test_a_faulted_write_is_aimed_from_the_forked_recording_without_a_probe() ->
     assert _digest(forked) == _digest(alone)
     assert forked.verdict == "clean"
     assert facts.counts["traced"] == 1 and facts.run_again == 0
-    assert alone_facts.counts["traced"] > facts.counts["traced"] + facts.counts["forked"] - 1
+    assert alone_facts.run_again == 0
 
 
 SOCKET_AWARE = """
