@@ -483,6 +483,56 @@ def volatile_garbage(path: str, digest: str, size: int) -> bytes:
     return hashlib.shake_256(f"crashpoint-volatile\0{path}\0{digest}".encode()).digest(size)
 
 
+SCRATCH_ENV = "CRASHPOINT_SCRATCH"
+"""The environment variable naming the directory the exec runner makes its scratch
+directories in (crash images, the commands' working copies, strace's logs); empty: the
+system's temporary directory (``tempfile.gettempdir()``)."""
+
+SHM = "/dev/shm"
+SHM_FREE = 1 << 30
+"""Bytes free a tmpfs at :data:`SHM` must have to be the default scratch root."""
+
+_SCRATCH: dict[str, str | None] = {}
+
+
+def scratch_root() -> str | None:
+    """The directory scratch directories are made in: ``$CRASHPOINT_SCRATCH`` when set
+    (empty: None, the system's temporary directory), else :data:`SHM` when it is a
+    writable tmpfs with :data:`SHM_FREE` bytes free, else None. A scratch directory on
+    tmpfs makes the commands' real ``fsync`` calls cost nothing and no disk's latency
+    enter the figures: the model, not the real disk, says what is durable
+    (docs/decisions.md). Raises ValueError (usage, exit 2) when the variable names no
+    writable directory."""
+    chosen = os.environ.get(SCRATCH_ENV)
+    key = "\0" if chosen is None else chosen
+    if key in _SCRATCH:
+        return _SCRATCH[key]
+    root: str | None
+    if chosen is not None:
+        if chosen and not (os.path.isdir(chosen) and os.access(chosen, os.W_OK | os.X_OK)):
+            raise ValueError(f"{SCRATCH_ENV}={chosen!r}: not a writable directory")
+        root = chosen or None
+    else:
+        root = SHM if _roomy_tmpfs(SHM) else None
+    _SCRATCH[key] = root
+    return root
+
+
+def _roomy_tmpfs(path: str) -> bool:
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as f:
+            tmpfs = any(
+                len(parts) > 2 and parts[1] == path and parts[2] == "tmpfs"
+                for parts in (line.split() for line in f)
+            )
+        if not tmpfs or not os.access(path, os.W_OK | os.X_OK):
+            return False
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize >= SHM_FREE
+
+
 def materialize(
     state: CrashState, model_root: str, real_root: str, volatile: Sequence[str] = ()
 ) -> None:
@@ -566,6 +616,7 @@ class ExecRunner(Runner):
         super().__init__(lambda *a: None, base_dir, timeout=None)
         self.max_output = max_output
         self.volatile = check_volatile(volatile)
+        self.scratch = scratch_root()  # (ValueError now, not in the run)
         self.volatile_mapped: list[str] = []
         """Model paths of volatile files the commands mapped shared and writable."""
         if storage is None:
@@ -720,7 +771,7 @@ class ExecRunner(Runner):
         return out
 
     def _spawn_plain(self, state: CrashState, stdin: bytes) -> tuple[int, bytes, bytes, bool]:
-        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-", dir=scratch_root()) as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
             materialize(state, self.base_dir, root)
@@ -1041,7 +1092,7 @@ class ExecDocument:
             again.feed(cached.calls)
             done = _Recorded(cached.proc, again, cached.calls, cached.real_root, cached.forked)
         else:
-            with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="crashpoint-exec-", dir=scratch_root()) as tmp:
                 tmp = os.path.realpath(tmp)
                 root = os.path.join(tmp, "dir")
                 materialize(state, runner.base_dir, root)
@@ -1152,7 +1203,7 @@ class ExecDocument:
         # a crash state's volatile files hold garbage (VOLATILE_RULE); a load in the
         # recording (after a failed save, no crash) starts from the model's content
         volatile = runner.volatile if _CRASH_IMAGE.get() else ()
-        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-", dir=scratch_root()) as tmp:
             tmp = os.path.realpath(tmp)
             root = os.path.join(tmp, "dir")
             state = self._state()
@@ -1310,7 +1361,7 @@ class ExecDocumentKind(DocumentKind):
         on its own (:meth:`observe`, traced in full when it writes)."""
         runner = self.exec_runner
         base = runner.base_dir
-        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="crashpoint-exec-", dir=scratch_root()) as tmp:
             tmp = os.path.realpath(tmp)
             # one width: no directory's name is a prefix of another's (see ``mine`` below)
             roots = [os.path.join(tmp, f"d{i:04d}") for i in range(len(chunk))]
@@ -1704,7 +1755,9 @@ class DriverServer:
 
     def __init__(self, target: str, *, cwd: str, timeout: float | None, max_output: int) -> None:
         self.target, self.cwd, self.timeout, self.max_output = target, cwd, timeout, max_output
-        self.tmp = os.path.realpath(tempfile.mkdtemp(prefix="crashpoint-server-"))
+        self.tmp = os.path.realpath(
+            tempfile.mkdtemp(prefix="crashpoint-server-", dir=scratch_root())
+        )
         self.log = os.path.join(self.tmp, "strace.log")
         self.offset = 0
         self.pid = 0  # the server's pid as its tracer sees it
@@ -2090,7 +2143,9 @@ def check_exec_args(args: Any) -> None:
     """The ``--exec`` flags of ``crashpoint verify``, checked. Raises ValueError (one
     line) for a TARGET given with ``--exec``, a missing ``--save``/``--load``, a
     placeholder missing, an option that does not apply, or a ``--volatile`` glob that is
-    absolute, empty or has ``..``."""
+    absolute, empty or has ``..``, or ``$CRASHPOINT_SCRATCH`` naming no writable directory
+    (:func:`scratch_root`)."""
+    scratch_root()
     if args.target:
         raise ValueError("--exec takes no TARGET: give the commands with --save and --load")
     volatile = getattr(args, "volatile", None) or []

@@ -286,13 +286,20 @@ def _quiet_exit(status: int, before: set[str]) -> None:
         os.open(MARK + ".resume", os.O_RDONLY)
 
 
+def _print(value: Any) -> None:
+    """``value`` as JSON on standard output in one write: ``json.dump`` writes each piece
+    of its encoding apart, one ``write(2)`` each when the stream is unbuffered
+    (``PYTHONUNBUFFERED``, ``-u``), every one a stop of the tracer."""
+    sys.stdout.write(json.dumps(value))
+
+
 def main(argv: list[str]) -> int:
     """The driver's command line (see the module docstring); returns the exit status."""
     try:
         if len(argv) >= 3 and argv[0] == "document":
             spec, op = argv[1], argv[2]
             if op == "load-batch" and len(argv) == 3:
-                json.dump(load_batch(spec, json.loads(sys.stdin.read())), sys.stdout)
+                _print(load_batch(spec, json.loads(sys.stdin.read())))
                 return 0
             if len(argv) < 4:
                 raise DriverError("document TARGET save|load DIR ...")
@@ -311,7 +318,7 @@ def main(argv: list[str]) -> int:
                 except Exception as exc:
                     print(f"load raised {type(exc).__name__}: {exc}", file=sys.stderr)
                     return 1
-                json.dump(value, sys.stdout)
+                _print(value)
                 return 0
         elif len(argv) == 3 and argv[0] == "storage":
             storage = build(argv[1], argv[2])
@@ -320,7 +327,7 @@ def main(argv: list[str]) -> int:
                 reply: Any = [answer(storage, r) for r in request]
             else:
                 reply = answer(storage, request)
-            json.dump(reply, sys.stdout)
+            _print(reply)
             return 0
     except DriverError as exc:
         print(str(exc), file=sys.stderr)
