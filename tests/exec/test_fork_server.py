@@ -6,6 +6,7 @@ writes, are handled. Speed figures are in ``benchmarks/bench_exec.py``, not here
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -300,3 +301,30 @@ def test_what_the_interpreters_exit_writes_is_recorded_in_a_forked_child(
     alone, _ = _verify(target, server=False, **kw)
     assert _digest(forked) == _digest(alone)
     assert facts.counts["forked"] > 0 and facts.server == ""
+
+
+def test_a_reply_is_one_write_even_when_python_is_unbuffered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # json.dump writes each piece of its encoding apart: unbuffered (PYTHONUNBUFFERED),
+    # each piece was a write(2) the tracer stopped at (81 for eight images)
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    dirs = []
+    for i in range(4):
+        d = tmp_path / f"d{i}"
+        d.mkdir()
+        (d / "doc.json").write_text(json.dumps({"k": [i, "x" * 10, {"n": None}]}))
+        dirs.append(str(d))
+    target = f"{JSON}:JsonStore"
+    server = DriverServer(target, cwd=str(tmp_path), timeout=60, max_output=1 << 20)
+    try:
+        proc, calls = server.call(
+            ["document", target, "load-batch"], json.dumps(dirs).encode(), "load batch"
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    replies = json.loads(proc.stdout)
+    assert [r["value"]["k"][0] for r in replies] == [0, 1, 2, 3]
+    to_stdout = [c for c in calls if c.name == "write" and c.args.startswith("1<")]
+    assert len(to_stdout) == 1
