@@ -549,8 +549,12 @@ def _verify(
         if exec_facts is not None:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))
             kinds = f" ({kinds})" if kinds else ""
+            n = getattr(exec_facts, "loads_reused", 0)
+            reused = (
+                f"; {n} crash state(s) answered by a load that read the same bytes" if n else ""
+            )
             console.print(
-                f"exec: {exec_facts.processes} processes{kinds}; ignored by rule "
+                f"exec: {exec_facts.processes} processes{kinds}{reused}; ignored by rule "
                 f"({exec_facts.ignored_rule}): {len(exec_facts.ignored)} path(s)",
                 markup=False,
             )

@@ -87,6 +87,25 @@ OPEN_SYSCALLS = "open,openat,openat2,creat"
 """The calls a read-only run is traced for (``verify --exec``'s loads): the files it
 opened. A run that changed a file is traced again with :data:`TRACED_SYSCALLS`."""
 
+INPUT_SYSCALLS = (
+    "stat,lstat,newfstatat,statx,access,faccessat,faccessat2,readlink,readlinkat,"
+    "getdents,getdents64"
+)
+"""The calls besides the opens by which a program learns what a directory holds without
+opening a file: a name's existence, type or size, a link's target, a directory's names
+(:attr:`StraceReplay.touched`)."""
+
+LIGHT_SYSCALLS = OPEN_SYSCALLS + "," + INPUT_SYSCALLS + ",chdir,fchdir,clone,clone3,fork,vfork"
+"""What a read-only load is traced for: its opens (A5), and every path it looked at
+(:data:`INPUT_SYSCALLS`, resolved against each process's working directory): from them,
+the bytes of a crash image its outcome can depend on (docs/decisions.md, "Loads that read
+the same bytes")."""
+
+_INPUT_CALLS = frozenset((*OPEN_SYSCALLS.split(","), *INPUT_SYSCALLS.split(",")))
+_AT_CALLS = frozenset(
+    ("openat", "openat2", "newfstatat", "statx", "faccessat", "faccessat2", "readlinkat")
+)
+
 RAW_SYSCALLS = "read,readv"
 """Calls printed raw (``-e raw=``): the replay needs only their descriptor and the count
 returned (an offset moves), never the bytes read, which strace would print in hex."""
@@ -474,6 +493,11 @@ class StraceReplay:
             volatile (:func:`volatile_match`): a shared writable mapping of one is not
             unsupported (the caller puts garbage in its place in every crash state).
         volatile_mapped: the model paths of :attr:`mapped` that are volatile.
+        touched: model paths the program opened or looked at (:data:`INPUT_SYSCALLS`),
+            whether or not they existed, each True when it listed the directory there
+            (``getdents``): with the bytes of each file and the names of each listed
+            directory, all a deterministic read-only run's outcome can depend on in the
+            directory. Complete only when the trace had :data:`LIGHT_SYSCALLS` (or more).
     """
 
     fs: FileSystem
@@ -490,6 +514,7 @@ class StraceReplay:
     mapped: list[str] = field(default_factory=list)
     volatile: tuple[str, ...] = ()
     volatile_mapped: list[str] = field(default_factory=list)
+    touched: dict[str, bool] = field(default_factory=dict)
     _locks: dict[str, int] = field(default_factory=dict)
     _symlinks: dict[str, str] = field(default_factory=dict)  # model path -> real path
     _synced: dict[int, str] = field(default_factory=dict)  # tfd -> "fsync"/"fdatasync"
@@ -571,6 +596,8 @@ class StraceReplay:
             if call.name == "fork-of":
                 self._clone(call.result, call.pid, call.args)
                 continue
+            if call.name in _INPUT_CALLS:
+                self._touch(call)
             if call.result < 0 and not call.injected:
                 continue
             before = self._ops()
@@ -583,6 +610,27 @@ class StraceReplay:
                 self.sources.append(Source(call.pid, call.name, self.counts[key]))
         for mpath in self._symlinks:
             self._unsupported("symlink", f"the model has no symbolic links: {mpath} remains")
+
+    def _touch(self, c: Syscall) -> None:
+        """Note the path ``c`` opened or looked at in :attr:`touched` (failed or not)."""
+        a = split_args(c.args)
+        if not a:
+            return
+        proc = self._proc(c.pid)
+        if c.name in ("getdents", "getdents64"):
+            mpath = self.model_path(_fd(a[0])[1])
+            if mpath is not None:
+                self.touched[mpath] = True
+            return
+        if c.name in _AT_CALLS:
+            if len(a) < 2:
+                return
+            base, path = _fd(a[0])[1], _str(a[1])
+        else:
+            base, path = "", _str(a[0])
+        mpath = self.model_path(self._resolve(proc, base, path))
+        if mpath is not None:
+            self.touched.setdefault(mpath, False)
 
     def _ops(self) -> int:
         count = getattr(self.fs, "op_count", None)

@@ -73,6 +73,7 @@ from ...faultfs import (
 from ...faultfs._fresh import tempfile_probe
 from ...faultfs._strace import (
     IGNORED_RULE,
+    LIGHT_SYSCALLS,
     OPEN_SYSCALLS,
     Source,
     StraceReplay,
@@ -533,6 +534,34 @@ def _roomy_tmpfs(path: str) -> bool:
     return st.f_bavail * st.f_frsize >= SHM_FREE
 
 
+def _signature(state: CrashState, key: tuple[tuple[str, bool], ...]) -> tuple[Any, ...]:
+    """What ``state`` holds at each path of ``key`` (``(model path, listed)`` pairs, a
+    load's :attr:`~crashpoint.faultfs._strace.StraceReplay.touched`): a file's bytes, a
+    directory (with its entries' names when it was listed), or None (nothing there)."""
+    files = dict(state.files)
+    dirs = set(state.dirs)
+    out: list[Any] = []
+    names: dict[str, tuple[str, ...]] | None = None
+    for path, listed in key:
+        if path in files:
+            out.append(files[path])
+        elif path in dirs:
+            if not listed:
+                out.append(True)
+                continue
+            if names is None:
+                kids: dict[str, set[str]] = {}
+                for p in (*files, *dirs):
+                    parent = p.rsplit("/", 1)[0] or "/"
+                    if p != "/":
+                        kids.setdefault(parent, set()).add(p.rsplit("/", 1)[1])
+                names = {d: tuple(sorted(n)) for d, n in kids.items()}
+            out.append(names.get(path, ()))
+        else:
+            out.append(None)
+    return tuple(out)
+
+
 def materialize(
     state: CrashState, model_root: str, real_root: str, volatile: Sequence[str] = ()
 ) -> None:
@@ -571,6 +600,8 @@ class _Recorded:
     forked: bool = False
     """Run by a fork server (:class:`DriverPool`): its calls are numbered from the fork,
     not from an ``execve``, so they cannot aim a fault (``-e inject=...:when=N``)."""
+    inputs: bool = False
+    """Traced with :data:`LIGHT_SYSCALLS`: :attr:`StraceReplay.touched` is complete."""
 
 
 class ExecRunner(Runner):
@@ -667,6 +698,20 @@ class ExecRunner(Runner):
         self.server: DriverPool | None = None
         """The strace driver's fork servers (``--runner strace`` with a Python TARGET):
         a clean traced call of the driver runs in a forked child of one of them."""
+        self.inputs: dict[str, dict[str, bool]] = {}
+        """By crash state digest: what its last read-only load (one-shot, traced with
+        :data:`LIGHT_SYSCALLS`) opened or looked at (:attr:`StraceReplay.touched`), taken
+        by :meth:`ExecDocumentKind.observe`."""
+        self.loads_reused = 0
+        self.loads_with_inputs = 0
+        """Loads traced with :data:`LIGHT_SYSCALLS` so far (:meth:`_light_trace`)."""
+        """Crash states whose load was not run: a load already run had read the same bytes
+        (:meth:`ExecDocumentKind.observe`)."""
+
+    def note_inputs(self, state: CrashState, touched: dict[str, bool]) -> None:
+        """Keep what the read-only load of ``state`` looked at (see :attr:`inputs`)."""
+        with self._lock:
+            self.inputs[state.digest()] = dict(touched)
 
     def estimate(
         self, key: tuple[str, str], local: int
@@ -876,8 +921,9 @@ class ExecRunner(Runner):
         stdin: bytes | None = None,
         light: bool = False,
     ) -> _Recorded:
-        """Run ``argv`` (under strace when ``traced``; ``light``: its opens only,
-        :data:`~crashpoint.faultfs._strace.OPEN_SYSCALLS`), replaying its calls into ``fs``.
+        """Run ``argv`` (under strace when ``traced``; ``light``: its opens and the paths
+        it looked at only, :data:`~crashpoint.faultfs._strace.LIGHT_SYSCALLS`), replaying
+        its calls into ``fs``.
         A clean traced call of the strace driver runs in a forked child of its server
         (:class:`DriverPool`; counted ``forked``), else as a process of its own."""
         replay = self.replay(fs, real_root)
@@ -901,8 +947,9 @@ class ExecRunner(Runner):
             )
             return _Recorded(proc, replay)
         log = os.path.join(tmp, "strace.log")
+        trace = self._light_trace() if light else None
         proc = run_process(
-            strace_argv(argv, log, inject=inject, trace=OPEN_SYSCALLS if light else None),
+            strace_argv(argv, log, inject=inject, trace=trace),
             label=label,
             timeout=self.exec_timeout,
             cwd=self.cwd,
@@ -915,7 +962,21 @@ class ExecRunner(Runner):
                 calls = parse_log(f)
         except OSError:
             raise BadTarget(f"strace wrote no log for {label}: {_tail(proc.stderr)}") from None
-        return self._replayed(proc, replay, calls, real_root)
+        done = self._replayed(proc, replay, calls, real_root)
+        done.inputs = trace == LIGHT_SYSCALLS
+        return done
+
+    def _light_trace(self) -> str:
+        """What a read-only load is traced for: :data:`LIGHT_SYSCALLS` (its inputs, so a
+        load of a state holding the same bytes there is not run again) for the first
+        :data:`INPUTS_PROBE` loads and for as long as a load was ever answered so; then,
+        when none was, its opens only (the other calls cost a Python load about a third
+        more, its start-up's stats)."""
+        with self._lock:
+            if self.loads_with_inputs < INPUTS_PROBE or self.loads_reused:
+                self.loads_with_inputs += 1
+                return LIGHT_SYSCALLS
+        return OPEN_SYSCALLS
 
     def _replayed(
         self,
@@ -1225,6 +1286,8 @@ class ExecDocument:
                     with runner._lock:
                         runner._count("load traced again")
                     done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
+                elif done.inputs:
+                    runner.note_inputs(state, done.replay.touched)
         for r in done.replay.reads:
             if fs.exists(r) and not fs.is_dir(r):  # a directory opened to list or fsync it
                 fs.read(r)  # the event the document kind's A5 looks for
@@ -1236,6 +1299,10 @@ class ExecDocument:
             shown = done.proc.stdout[:60].decode("utf-8", "replace")
             raise LoadOutput(f"not one JSON value: {shown!r}") from None
 
+
+INPUTS_PROBE = 64
+"""Loads traced for their inputs before, none having been answered by another's, the
+rest are traced for their opens only (:meth:`ExecRunner._light_trace`)."""
 
 INJECT_TRIES = 3
 """Runs of a faulted record before an injection that missed its operation is told
@@ -1289,6 +1356,8 @@ class ExecDocumentKind(DocumentKind):
         """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
         self.recorder = "strace"
         """How runs are recorded (the engine's divergence message names it)."""
+        self._inputs: dict[tuple[tuple[str, bool], ...], dict[tuple[Any, ...], DocObservation]] = {}
+        """Observations of read-only loads by what they looked at (:meth:`_remember`)."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
         run = None
@@ -1349,9 +1418,88 @@ class ExecDocumentKind(DocumentKind):
             for s in states:
                 self.observed[s.digest()] = self.observe(s)
             return
+        # In waves of ``jobs`` loads: what each wave read decides which of the states left
+        # need a load at all (:meth:`_reused`), the same whatever order the loads end in.
+        pending = list(states)
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            for s, obs in zip(states, pool.map(self.observe, states), strict=True):
-                self.observed[s.digest()] = obs
+            while pending:
+                left = []
+                for s in pending:
+                    hit = self._reused(s)
+                    if hit is not None:
+                        self.observed[s.digest()] = hit
+                    else:
+                        left.append(s)
+                wave = self._wave(left)
+                for s, obs in zip(wave, pool.map(self.observe, wave), strict=True):
+                    self.observed[s.digest()] = obs
+                chosen = {id(s) for s in wave}
+                pending = [s for s in left if id(s) not in chosen]
+
+    # --- loads that read the same bytes ------------------------------------------------
+    def observe(self, state: CrashState) -> DocObservation:
+        """:meth:`DocumentKind.observe`, or the observation of a load already run that read
+        the same bytes (:meth:`_reused`); a read-only load's inputs are kept for the next."""
+        hit = self._reused(state)
+        if hit is not None:
+            return hit
+        obs = super().observe(state)
+        self._remember(state, obs)
+        return obs
+
+    def _remember(self, state: CrashState, obs: DocObservation) -> None:
+        """Keep ``obs`` under what the load of ``state`` looked at (its paths, and for each
+        the bytes, the directory's names when it listed one, or its absence), when the load
+        was read-only, traced one-shot with :data:`LIGHT_SYSCALLS`, and read no volatile
+        file (its garbage is the state's own)."""
+        runner = self.exec_runner
+        with runner._lock:
+            touched = runner.inputs.pop(state.digest(), None)
+        if touched is None or obs.wrote or obs.reloaded is not None:
+            return
+        root = runner.base_dir.rstrip("/") + "/"
+        if runner.volatile and any(
+            p.startswith(root) and volatile_match(runner.volatile, p[len(root) :]) for p in touched
+        ):
+            return
+        key = tuple(sorted(touched.items()))
+        with runner._lock:
+            self._inputs.setdefault(key, {})[_signature(state, key)] = obs
+
+    def _reused(self, state: CrashState) -> DocObservation | None:
+        """The observation of a read-only load already run on a state that holds, at every
+        path that load looked at, what ``state`` holds (the same bytes, the same names in
+        each directory it listed, the same absences): a deterministic load gives the same
+        outcome from the same inputs (docs/decisions.md). Counted in
+        :attr:`ExecRunner.loads_reused`."""
+        runner = self.exec_runner
+        with runner._lock:
+            keys = list(self._inputs.items())
+        for key, seen in keys:
+            obs = seen.get(_signature(state, key))
+            if obs is not None:
+                with runner._lock:
+                    runner.loads_reused += 1
+                return obs
+        return None
+
+    def _wave(self, states: list[CrashState]) -> list[CrashState]:
+        """Up to ``jobs`` of ``states`` to load now: the first, then each one that differs
+        from those chosen at the paths the loads so far looked at (a state like one chosen
+        is likely answered by its load)."""
+        with self.exec_runner._lock:
+            keys = list(self._inputs)
+        chosen: list[CrashState] = []
+        seen: set[tuple[Any, ...]] = set()
+        for s in states:
+            sig = tuple(_signature(s, k) for k in keys)
+            if sig in seen:
+                continue
+            seen.add(sig)
+            chosen.append(s)
+            if len(chosen) == self.jobs:
+                break
+        return chosen
 
     def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:
         """Load every state of ``chunk`` in one driver process (``load-batch``), each from
@@ -1442,7 +1590,8 @@ class ExecFacts:
     were batched per crash state, faults that could not be targeted, faulted records run
     again because their injection missed its operation (``run_again``, :data:`INJECT_TRIES`),
     the ``--volatile`` globs (``volatile``; :data:`VOLATILE_RULE`) and the volatile files
-    the commands mapped shared and writable (``volatile_mapped``)."""
+    the commands mapped shared and writable (``volatile_mapped``), and the crash states
+    whose load was answered by a load that read the same bytes (``loads_reused``)."""
 
     ignored_rule: str = IGNORED_RULE
     ignored: list[str] = field(default_factory=list)
@@ -1456,6 +1605,9 @@ class ExecFacts:
     server: str = ""
     """Why the strace driver's fork server was given up ("" when it was not): the run
     went on one-shot (not a report key)."""
+    loads_reused: int = 0
+    """Crash states not loaded by a process of their own: a read-only load already run
+    looked at the same bytes (report key ``loads_reused``; docs/decisions.md)."""
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -1466,6 +1618,7 @@ class ExecFacts:
             "batched_loads": self.batch,
             "untargeted_faults": list(self.untargeted),
             "faults_run_again": self.run_again,
+            "loads_reused": self.loads_reused,
         }
         if self.volatile:  # only when given: reports of runs without it are unchanged
             out["volatile"] = {
@@ -1551,6 +1704,7 @@ def verify_exec(
         volatile=list(runner.volatile),
         volatile_mapped=list(runner.volatile_mapped),
         server=runner.server.failed if runner.server is not None else "",
+        loads_reused=runner.loads_reused,
     )
     return result, facts
 

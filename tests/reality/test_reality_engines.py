@@ -501,3 +501,41 @@ def test_a_real_finding_the_model_rules_out_is_a_disagreement(
     assert compare(delete, Tally("d", "power cuts")) == [
         "sqlite:delete after the save, durability: not reproduced in 1 cuts"
     ]
+
+
+def test_zodb_first_open_after_a_cut_before_the_status_byte_fails_on_real_ext4(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's ZODB finding under ext4 at crash points 15-16 of first-save (field-results,
+    "ZODB under ext4"), cut for real: FileStorage's second transaction is appended to Data.fs
+    (status ``c``) inside the 4 KiB block the first one's fsync allocated, so ext4 moves the
+    on-disk size at once (``ext4_da_write_end``: a write ending inside an allocated block
+    updates ``i_disksize``) while the page waits for writeback. Killed before the status byte's
+    write and after a journal commit with no writeback, the image holds the new size with the
+    transaction's bytes zero. ``read_index`` (ZODB/FileStorage/FileStorage.py) sets the last
+    transaction id from that zero header (``ltid = tid``) before it finds the header invalid
+    and truncates it, so the storage opens with ``lastTransaction()`` 0 and the committed root
+    is invisible: the first open raises ``ReadConflictError`` ("object deleted")."""
+    for why in (power_loss_unavailable("ext4"),):
+        if why is not None:
+            pytest.skip(why)
+    from crashpoint.faultfs._strace import strace_available
+
+    if strace_available() is not None:
+        pytest.skip(str(strace_available()))
+    pytest.importorskip("ZODB", reason="ZODB is not installed (examples/requirements.txt)")
+    e = Engine("zodb:filestorage", workdir)
+    calls = e.cut(0, None, "now", "zodb-after")
+    status = [
+        c for c in calls if "write" in c.name and "Data.fs>" in c.text and c.text.endswith("= 1")
+    ]
+    assert len(status) == 2, [c.short for c in calls]  # the two transactions' status bytes
+    monkeypatch.setattr(rh, "write_back_prefixes", lambda *a, **k: None)  # commit, no writeback
+    for i in range(2):
+        e.cut(0, status[-1], "writeback", f"zodb-status-{i}")
+    assert e.cuts[0].outcome.cls == "ok"
+    for cut in e.cuts[1:]:
+        print(f"  {cut.where}: {cut.outcome.cls}: {cut.outcome.why} | {cut.files}")
+        assert cut.outcome.cls == "atomicity", cut.outcome.why
+        assert "ReadConflictError" in cut.outcome.why
+        assert "Data.fs 701 B" in cut.files
