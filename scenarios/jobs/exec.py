@@ -647,7 +647,7 @@ class ExecRunner(Runner):
         super().__init__(lambda *a: None, base_dir, timeout=None)
         self.max_output = max_output
         self.volatile = check_volatile(volatile)
-        self.scratch = scratch_root()  # (ValueError now, not in the run)
+        scratch_root()  # (a bad $CRASHPOINT_SCRATCH is a ValueError now, not in the run)
         self.volatile_mapped: list[str] = []
         """Model paths of volatile files the commands mapped shared and writable."""
         if storage is None:
@@ -703,10 +703,10 @@ class ExecRunner(Runner):
         :data:`LIGHT_SYSCALLS`) opened or looked at (:attr:`StraceReplay.touched`), taken
         by :meth:`ExecDocumentKind.observe`."""
         self.loads_reused = 0
-        self.loads_with_inputs = 0
-        """Loads traced with :data:`LIGHT_SYSCALLS` so far (:meth:`_light_trace`)."""
         """Crash states whose load was not run: a load already run had read the same bytes
         (:meth:`ExecDocumentKind.observe`)."""
+        self.loads_with_inputs = 0
+        """Loads traced with :data:`LIGHT_SYSCALLS` so far (:meth:`_light_trace`)."""
 
     def note_inputs(self, state: CrashState, touched: dict[str, bool]) -> None:
         """Keep what the read-only load of ``state`` looked at (see :attr:`inputs`)."""
