@@ -40,6 +40,21 @@ SQLITE_PRAGMA = "https://www.sqlite.org/pragma.html"
 # of ``classes`` under one of ``families`` is documented by that line.
 _DOCUMENTED: list[tuple[str, str, tuple[str, ...], tuple[str, ...], str, str]] = [
     (
+        # git's default core.fsync hardens packs and their metadata only: loose objects, the
+        # index and refs are written to a lock file and renamed into place unsynced, so a
+        # power cut can leave the new branch ref or the index empty or zero-filled (the
+        # branch unreadable, "index file corrupt"), or the whole commit gone.
+        "git",
+        "*",
+        ("atomicity", "durability"),
+        POWER_LOSS,
+        "The default on most platforms is equivalent to `core.fsync=committed,-loose-object`, "
+        "which has good performance, but risks losing recent work in the event of an unclean "
+        "system shutdown. [...] Items that are not hardened may be lost in the event of an "
+        "unclean system shutdown.",
+        "https://git-scm.com/docs/git-config#Documentation/git-config.txt-corefsync",
+    ),
+    (
         # pager.c, pager_end_transaction: the DELETE branch calls
         # sqlite3OsDelete(pVfs, zJournal, pPager->extraSync), and os_unix.c's unixDelete
         # fsyncs the directory only when that flag is set (synchronous=EXTRA): under FULL
@@ -198,11 +213,12 @@ _GUARANTEES: list[tuple[str, tuple[str, ...], str, str]] = [
     ),
     (
         "git",
-        ("process-crash", *POWER_LOSS),
+        ("process-crash",),
         "(paraphrased) "
-        "core.fsync / core.fsyncMethod: git's default writes objects and refs so that a "
-        "crash leaves the repository consistent (git fsck clean).",
-        "https://git-scm.com/docs/git-config#Documentation/git-config.txt-corefsync",
+        "git writes an object, the index or a ref to a temporary or `.lock` file and moves "
+        "it into place: a git process killed at any point leaves the repository as it was "
+        "or as the command left it (git fsck clean).",
+        "git.git lockfile.h (its opening comment: the lock file protocol)",
     ),
     (
         "hg",
