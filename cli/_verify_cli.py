@@ -549,7 +549,7 @@ def _verify(
         if exec_facts is not None:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(exec_facts.counts.items()))
             kinds = f" ({kinds})" if kinds else ""
-            n = getattr(exec_facts, "loads_reused", 0)
+            n = exec_facts.loads_reused
             reused = (
                 f"; {n} crash state(s) answered by a load that read the same bytes" if n else ""
             )

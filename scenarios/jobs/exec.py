@@ -534,7 +534,25 @@ def _roomy_tmpfs(path: str) -> bool:
     return st.f_bavail * st.f_frsize >= SHM_FREE
 
 
-def _signature(state: CrashState, key: tuple[tuple[str, bool], ...]) -> tuple[Any, ...]:
+_Key = tuple[tuple[str, bool], ...]
+"""The paths a read-only load looked at, each with whether it listed it (sorted)."""
+
+
+def _cached_signature(
+    state: CrashState, key: _Key, sigs: dict[tuple[int, _Key], tuple[Any, ...]] | None
+) -> tuple[Any, ...]:
+    """:func:`_signature`, kept in ``sigs`` (when given) by ``key`` and the state object (a
+    caller's list holds each one while ``sigs`` lives: its ``id`` stays its own)."""
+    if sigs is None:
+        return _signature(state, key)
+    at = (id(state), key)
+    sig = sigs.get(at)
+    if sig is None:
+        sig = sigs[at] = _signature(state, key)
+    return sig
+
+
+def _signature(state: CrashState, key: _Key) -> tuple[Any, ...]:
     """What ``state`` holds at each path of ``key`` (``(model path, listed)`` pairs, a
     load's :attr:`~crashpoint.faultfs._strace.StraceReplay.touched`): a file's bytes, a
     directory (with its entries' names when it was listed), or None (nothing there)."""
@@ -1356,8 +1374,9 @@ class ExecDocumentKind(DocumentKind):
         """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
         self.recorder = "strace"
         """How runs are recorded (the engine's divergence message names it)."""
-        self._inputs: dict[tuple[tuple[str, bool], ...], dict[tuple[Any, ...], DocObservation]] = {}
-        """Observations of read-only loads by what they looked at (:meth:`_remember`)."""
+        self._answers: dict[_Key, dict[tuple[Any, ...], DocObservation]] = {}
+        """Observations of read-only loads, by the paths each looked at and what the state
+        held there (:meth:`_remember`)."""
 
     def _record(self, workload: DocWorkload, fault: Fault | None) -> Any:
         run = None
@@ -1421,16 +1440,17 @@ class ExecDocumentKind(DocumentKind):
         # In waves of ``jobs`` loads: what each wave read decides which of the states left
         # need a load at all (:meth:`_reused`), the same whatever order the loads end in.
         pending = list(states)
+        sigs: dict[tuple[int, _Key], tuple[Any, ...]] = {}  # (state, paths) -> bytes there
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             while pending:
                 left = []
                 for s in pending:
-                    hit = self._reused(s)
+                    hit = self._reused(s, sigs)
                     if hit is not None:
                         self.observed[s.digest()] = hit
                     else:
                         left.append(s)
-                wave = self._wave(left)
+                wave = self._wave(left, sigs)
                 for s, obs in zip(wave, pool.map(self.observe, wave), strict=True):
                     self.observed[s.digest()] = obs
                 chosen = {id(s) for s in wave}
@@ -1464,35 +1484,40 @@ class ExecDocumentKind(DocumentKind):
             return
         key = tuple(sorted(touched.items()))
         with runner._lock:
-            self._inputs.setdefault(key, {})[_signature(state, key)] = obs
+            self._answers.setdefault(key, {})[_signature(state, key)] = obs
 
-    def _reused(self, state: CrashState) -> DocObservation | None:
+    def _reused(
+        self, state: CrashState, sigs: dict[tuple[int, _Key], tuple[Any, ...]] | None = None
+    ) -> DocObservation | None:
         """The observation of a read-only load already run on a state that holds, at every
         path that load looked at, what ``state`` holds (the same bytes, the same names in
         each directory it listed, the same absences): a deterministic load gives the same
         outcome from the same inputs (docs/decisions.md). Counted in
-        :attr:`ExecRunner.loads_reused`."""
+        :attr:`ExecRunner.loads_reused`. ``sigs``: :func:`_signature` results kept across
+        :meth:`prefetch`'s waves (each state's is taken once per set of paths)."""
         runner = self.exec_runner
         with runner._lock:
-            keys = list(self._inputs.items())
+            keys = list(self._answers.items())
         for key, seen in keys:
-            obs = seen.get(_signature(state, key))
+            obs = seen.get(_cached_signature(state, key, sigs))
             if obs is not None:
                 with runner._lock:
                     runner.loads_reused += 1
                 return obs
         return None
 
-    def _wave(self, states: list[CrashState]) -> list[CrashState]:
+    def _wave(
+        self, states: list[CrashState], sigs: dict[tuple[int, _Key], tuple[Any, ...]]
+    ) -> list[CrashState]:
         """Up to ``jobs`` of ``states`` to load now: the first, then each one that differs
         from those chosen at the paths the loads so far looked at (a state like one chosen
         is likely answered by its load)."""
         with self.exec_runner._lock:
-            keys = list(self._inputs)
+            keys = list(self._answers)
         chosen: list[CrashState] = []
         seen: set[tuple[Any, ...]] = set()
         for s in states:
-            sig = tuple(_signature(s, k) for k in keys)
+            sig = tuple(_cached_signature(s, k, sigs) for k in keys)
             if sig in seen:
                 continue
             seen.add(sig)

@@ -60,6 +60,14 @@ if __name__ == "__main__":
 """
 
 
+FLAG = {
+    "extra": 'open(os.path.join(d, "flag"), "w").close()',
+    "check": 'if os.path.exists(path) and not os.path.exists(os.path.join(d, "flag")): sys.exit(3)',
+}
+"""A save that leaves a never-synced ``flag`` after the document, and a load that fails
+without it and only ``stat()``s it."""
+
+
 def _store(tmp_path: Path, extra: str = "pass", check: str = "pass") -> str:
     path = tmp_path / "store.py"
     body = STORE.replace("{extra}", extra).replace("{check}", check)
@@ -70,7 +78,7 @@ def _store(tmp_path: Path, extra: str = "pass", check: str = "pass") -> str:
 def _run(cmd: str, reuse: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     with monkeypatch.context() as m:
         if not reuse:
-            m.setattr(ex.ExecDocumentKind, "_reused", lambda self, state: None)
+            m.setattr(ex.ExecDocumentKind, "_reused", lambda self, state, sigs=None: None)
         return ex.verify_exec(
             f"{cmd} save {{dir}} {{value}}",
             f"{cmd} load {{dir}}",
@@ -121,9 +129,7 @@ def test_a_path_the_load_only_stats_keeps_states_apart(
     every, facts = _same(
         tmp_path,
         monkeypatch,
-        extra='open(os.path.join(d, "flag"), "w").close()',
-        check='if os.path.exists(path) and not os.path.exists(os.path.join(d, "flag")): '
-        "sys.exit(3)",
+        **FLAG,
     )
     assert any(
         c.invariant == "A2" and c.model == "ext4" for r in every.results for c in r.counterexamples
@@ -151,12 +157,7 @@ def test_without_the_input_calls_traced_the_stat_only_path_would_be_missed(
     # the check above can fail: traced for its opens only, the load's inputs omit the flag
     # and states that differ in it are wrongly answered by one another
     monkeypatch.setattr(ex, "LIGHT_SYSCALLS", ex.OPEN_SYSCALLS)
-    cmd = _store(
-        tmp_path,
-        extra='open(os.path.join(d, "flag"), "w").close()',
-        check='if os.path.exists(path) and not os.path.exists(os.path.join(d, "flag")): '
-        "sys.exit(3)",
-    )
+    cmd = _store(tmp_path, **FLAG)
     every, _ = _run(cmd, False, monkeypatch)
     try:
         reused, _ = _run(cmd, True, monkeypatch)

@@ -89,32 +89,27 @@ def test_no_tmpfs_there_means_the_system_temporary_directory(
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, scratch: str) -> tuple[Any, list[str]]:
+    """A run with ``$CRASHPOINT_SCRATCH`` at ``scratch``, and the directory each scratch
+    directory was made in (``tempfile.mkdtemp``'s, ``TemporaryDirectory``'s among them)."""
     made: list[str] = []
-    real = tempfile.TemporaryDirectory
     real_mkdtemp = tempfile.mkdtemp
 
-    def tracking(*a: Any, **k: Any) -> Any:
-        made.append(str(k.get("dir")))
-        return real(*a, **k)
-
     def tracking_mkdtemp(*a: Any, **k: Any) -> Any:
-        made.append(str(a[2] if len(a) > 2 else k.get("dir")))  # (TemporaryDirectory's too)
+        made.append(str(a[2] if len(a) > 2 else k.get("dir")))
         return real_mkdtemp(*a, **k)
 
-    monkeypatch.setenv(ex.SCRATCH_ENV, scratch)
-    monkeypatch.setattr(ex, "_SCRATCH", {})
-    monkeypatch.setattr(tempfile, "TemporaryDirectory", tracking)
-    monkeypatch.setattr(tempfile, "mkdtemp", tracking_mkdtemp)
     save, load, _ = ex.driver_commands(f"{JSON}:InPlaceJsonStore", "document")
-    result, _facts = ex.verify_exec(
-        save,
-        load,
-        models=parse_models("process-crash,ext4"),
-        workloads=["first-save", "resize"],
-        shown=f"{JSON}:InPlaceJsonStore",
-    )
-    monkeypatch.setattr(tempfile, "TemporaryDirectory", real)
-    monkeypatch.setattr(tempfile, "mkdtemp", real_mkdtemp)
+    with monkeypatch.context() as m:
+        m.setenv(ex.SCRATCH_ENV, scratch)
+        m.setattr(ex, "_SCRATCH", {})
+        m.setattr(tempfile, "mkdtemp", tracking_mkdtemp)
+        result, _facts = ex.verify_exec(
+            save,
+            load,
+            models=parse_models("process-crash,ext4"),
+            workloads=["first-save", "resize"],
+            shown=f"{JSON}:InPlaceJsonStore",
+        )
     return result, made
 
 
