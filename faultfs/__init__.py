@@ -8,7 +8,7 @@ a :class:`PersistenceModel`.
 
 from typing import TYPE_CHECKING, Any
 
-from ._image import CrashState, Image, os_error
+from ._image import SYMLINK_MAGIC, CrashState, Image, os_error, symlink_content, symlink_target
 from ._lock import Clock, SystemClock, VirtualClock
 from ._memory import MemoryFileSystem
 from ._models import (
@@ -34,7 +34,7 @@ from ._models import (
     register_family,
     with_device,
 )
-from ._protocol import FileSystem, makedirs, write_bytes
+from ._protocol import FileSystem, SymlinkFileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
 from ._trace import Op, OpKind, Trace
 
@@ -72,6 +72,7 @@ __all__ = [
     "POWER_LOSS",
     "POWER_LOSS_REORDER",
     "PROCESS_CRASH",
+    "SYMLINK_MAGIC",
     "Clock",
     "CrashPoint",
     "CrashState",
@@ -91,6 +92,7 @@ __all__ = [
     "PersistenceModel",
     "RecordingFileSystem",
     "SimulatedCrash",
+    "SymlinkFileSystem",
     "SystemClock",
     "Trace",
     "VirtualClock",
@@ -106,6 +108,8 @@ __all__ = [
     "os_error",
     "parse_models",
     "register_family",
+    "symlink_content",
+    "symlink_target",
     "with_device",
     "write_bytes",
 ]

@@ -41,7 +41,13 @@ TEMPFILE_PROBE_DATA = b"blat"
 _PROBE_NAME = re.compile(r"[a-z0-9_]{8}")
 """``tempfile._RandomNameSequence``: 8 characters of ``abcdefghijklmnopqrstuvwxyz0123456789_``."""
 
-_CREATED = {OpKind.CREATE: "path", OpKind.MKDIR: "path", OpKind.RENAME: "dst", OpKind.LINK: "dst"}
+_CREATED = {
+    OpKind.CREATE: "path",
+    OpKind.MKDIR: "path",
+    OpKind.RENAME: "dst",
+    OpKind.LINK: "dst",
+    OpKind.SYMLINK: "path",
+}
 """Operations that give a name to something, and the field holding that name."""
 
 

@@ -71,6 +71,7 @@ _W, _CREATE, _RENAME, _MKDIR, _TRUNCATE, _UNLINK, _LINK, _RMDIR = (
     OpKind.RMDIR,
 )
 _FSYNC, _FDATASYNC, _FSYNC_DIR = OpKind.FSYNC, OpKind.FDATASYNC, OpKind.FSYNC_DIR
+_SYMLINK = OpKind.SYMLINK
 _DIR_OPS = frozenset({_FSYNC_DIR, _RMDIR})
 
 # metadata record kinds
@@ -246,7 +247,7 @@ def _guess_initial(ops: Sequence[Op]) -> CrashState:
                 parent = parent_dir(parent)
         if op.kind is _MKDIR:
             made.add(op.path)
-        elif op.kind is _CREATE or op.kind is _LINK:
+        elif op.kind is _CREATE or op.kind is _LINK or op.kind is _SYMLINK:
             made.add(op.dst if op.kind is _LINK and op.dst else op.path)
         elif op.path not in made and op.path not in dirs and op.kind not in _DIR_OPS:
             files[op.path] = b""
@@ -418,6 +419,10 @@ class _Replay:
                 used = (parent_dir(path),)
             else:
                 rec, used = _Rec(_K_TRUNC, path, inode, (), size=0), (path,)
+        elif kind is _SYMLINK:
+            # a new name and an inode holding the target, in one step (no data to lose)
+            rec = _Rec(_K_NEW, path, vol.next_inode, (parent_dir(path),))
+            used = (parent_dir(path),)
         elif kind is _TRUNCATE:
             rec, used = _Rec(_K_TRUNC, path, vol.names.get(path, 0), (), size=op.size), (path,)
         elif kind is _RENAME:
@@ -464,7 +469,7 @@ class _Replay:
         for p in moved:  # what the directory held lives under dst if the move persisted
             self.creator[dst + p[len(path) :]] = self.creator.pop(p, frozenset()) | {position}
         if rec.kind == _K_NEW:
-            self.data[rec.inode] = _Data(b"")
+            self.data[rec.inode] = _Data(vol.data[rec.inode])  # b"", or a link's target
             self.data[rec.inode].state = 2
         elif rec.kind == _K_TRUNC:
             node = self.data[rec.inode]

@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 
 from ._trace import Op, OpKind
 
-__all__ = ["CrashState", "Image", "new_crash_state", "os_error", "parent_dir"]
+__all__ = [
+    "SYMLINK_MAGIC",
+    "CrashState",
+    "Image",
+    "new_crash_state",
+    "os_error",
+    "parent_dir",
+    "symlink_content",
+    "symlink_target",
+]
 
 
 # Operation kinds as module constants: an enum member looked up on its class costs a
@@ -33,6 +42,26 @@ _WRITE, _CREATE, _RENAME, _UNLINK, _MKDIR, _TRUNCATE, _FSYNC, _FSYNC_DIR = (
     OpKind.FSYNC_DIR,
 )
 _FDATASYNC, _RMDIR, _LINK = OpKind.FDATASYNC, OpKind.RMDIR, OpKind.LINK
+_SYMLINK = OpKind.SYMLINK
+
+SYMLINK_MAGIC = b"\0crashpoint:symlink\0"
+"""What the content of a symbolic link begins with in an image and a crash state; the
+target follows (a target holds no NUL: ``symlink(2)`` takes a C string). A regular file
+beginning with these 20 bytes would be taken for a link; none does by chance."""
+
+
+def symlink_content(target: bytes) -> bytes:
+    """The content a symbolic link to ``target`` has in an image: :data:`SYMLINK_MAGIC`
+    then the target's bytes."""
+    return SYMLINK_MAGIC + target
+
+
+def symlink_target(content: bytes) -> bytes | None:
+    """The target of the symbolic link whose image content is ``content``, or None when
+    ``content`` is a regular file's."""
+    if content.startswith(SYMLINK_MAGIC):
+        return content[len(SYMLINK_MAGIC) :]
+    return None
 
 
 def os_error(code: int, path: str) -> OSError:
@@ -57,6 +86,9 @@ class CrashState:
     Attributes:
         files: ``(path, content)`` pairs sorted by path.
         dirs: directory paths, sorted.
+
+    A symbolic link is a file whose content is :func:`symlink_content` of its target
+    (:data:`~crashpoint.faultfs.OpKind.SYMLINK`).
 
     Two crash states are the same exactly when they hold the same paths with the
     same bytes and the same directories (FAULT-MODEL.md §3: identity is the sorted
@@ -280,6 +312,14 @@ class Image:
                 raise os_error(errno.EEXIST, path)
             self._parent_ok(path)
             self.dirs.add(path)
+        elif kind is _SYMLINK:
+            if self.exists(path):
+                raise os_error(errno.EEXIST, path)
+            self._parent_ok(path)
+            inode = self.next_inode
+            self.next_inode += 1
+            self.names[path] = inode
+            self.data[inode] = symlink_content(op.data)
         elif kind is _TRUNCATE:
             inode = self._file_inode(path)
             old = self.data[inode]

@@ -233,6 +233,13 @@ class MemoryFileSystem:
             raise os_error(errno.ENAMETOOLONG, dst)
         self.apply(Op(len(self._log), OpKind.LINK, src, dst=dst))
 
+    def symlink(self, target: bytes, path: str) -> None:
+        """See :meth:`~crashpoint.faultfs.SymlinkFileSystem.symlink`: the link is a file
+        whose content is :func:`~crashpoint.faultfs.symlink_content` of ``target``."""
+        if b"\0" in target or not target:
+            raise os_error(errno.ENOENT if not target else errno.EINVAL, path)
+        self.apply(Op(len(self._log), OpKind.SYMLINK, _norm(path, self._image), data=bytes(target)))
+
     def fsync(self, path: str) -> None:
         self._sync(OpKind.FSYNC, path)
 

@@ -98,6 +98,10 @@ class OsFileSystem:
     def link(self, src: str, dst: str) -> None:
         os.link(src, dst, follow_symlinks=False)
 
+    def symlink(self, target: bytes, path: str) -> None:
+        """``os.symlink(target, path)``."""
+        os.symlink(target, path)
+
     def fsync(self, path: str) -> None:
         self._sync(os.fsync, path)
 

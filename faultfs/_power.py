@@ -113,6 +113,7 @@ _OP_WRITE, _OP_CREATE, _OP_RENAME, _OP_MKDIR, _OP_TRUNCATE, _OP_FSYNC, _OP_FSYNC
     OpKind.FSYNC_DIR,
 )
 _OP_FDATASYNC, _OP_RMDIR, _OP_LINK = OpKind.FDATASYNC, OpKind.RMDIR, OpKind.LINK
+_OP_SYMLINK = OpKind.SYMLINK
 _MUTATING = frozenset(kind for kind in OpKind if kind.mutating)
 
 # Kinds of metadata records: every one but _TRUNC is a directory operation. _MOVE is
@@ -587,6 +588,11 @@ class _Explorer:
             else:
                 rec = _Meta(_TRUNC, path, inode, size=0)
                 names_used = (path,)
+        elif kind is _OP_SYMLINK:
+            # a new name and an inode holding the target, in one step: the target is
+            # the inode's content from its creation on, never a pending write
+            rec = _Meta(_NEW, path, vol.next_inode)
+            names_used = (parent_dir(path),)
         elif kind is _OP_TRUNCATE:
             rec = _Meta(_TRUNC, path, vol.names.get(path, 0), size=op.size)
             names_used = (path,)
@@ -637,7 +643,7 @@ class _Explorer:
                 self.creator[rec.dst + p[cut:]] = (*self.creator.pop(p, ()), position)
         self._apply(op)
         if rec.kind == _NEW:
-            self.nodes[rec.inode] = _Inode(b"")
+            self.nodes[rec.inode] = _Inode(vol.data[rec.inode])  # b"", or a link's target
         elif rec.kind == _TRUNC:
             self.nodes[rec.inode].trunc(position, rec.size)
             self._touch(rec.inode)

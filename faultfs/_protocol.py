@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from ._image import os_error
 
-__all__ = ["FileSystem", "makedirs", "write_bytes"]
+__all__ = ["FileSystem", "SymlinkFileSystem", "makedirs", "write_bytes"]
 
 
 @runtime_checkable
@@ -111,6 +111,18 @@ class FileSystem(Protocol):
 
     def unlock(self, path: str, handle: int) -> None:
         """Release the lock ``handle`` (from :meth:`lock` on ``path``). The file stays."""
+
+
+@runtime_checkable
+class SymlinkFileSystem(FileSystem, Protocol):
+    """A :class:`FileSystem` that can also make symbolic links (the strace runner
+    replays ``symlink(2)`` onto one; the storage protocol has no links to follow)."""
+
+    def symlink(self, target: bytes, path: str) -> None:
+        """Create the symbolic link ``path`` to ``target`` (bytes, no NUL), name and
+        target in one step (``symlink(2)``; FAULT-MODEL.md §1 has it as a directory
+        operation). Raises EEXIST (``path`` exists), ENOENT (its parent is absent, or
+        ``target`` is empty), ENOTDIR, EINVAL (a NUL in ``target``)."""
 
 
 def makedirs(fs: FileSystem, path: str) -> list[str]:

@@ -173,7 +173,7 @@ class RecordingFileSystem:
         except OSError as exc:
             self._record(Op(index, kind, path, dst=dst, offset=offset, size=size, errno=exc.errno))
             raise
-        if kind is OpKind.WRITE or size:
+        if kind is OpKind.WRITE or kind is OpKind.SYMLINK or size:
             self._record(Op(index, kind, path, dst=dst, offset=offset, data=data, size=size))
         else:
             self._record(_shared_op(index, kind, path, dst, ""))
@@ -269,6 +269,13 @@ class RecordingFileSystem:
 
     def link(self, src: str, dst: str) -> None:
         self._mutate(OpKind.LINK, src, self.inner.link, src, dst, dst=dst)
+
+    def symlink(self, target: bytes, path: str) -> None:
+        """``symlink(2)``: see :meth:`~crashpoint.faultfs.SymlinkFileSystem.symlink`.
+        Raises AttributeError when the wrapped filesystem has no ``symlink``."""
+        inner = self.inner.symlink  # type: ignore[attr-defined]
+        target = bytes(target)
+        self._mutate(OpKind.SYMLINK, path, inner, target, path, data=target)
 
     def fsync(self, path: str) -> None:
         self._mutate(OpKind.FSYNC, path, self.inner.fsync, path)

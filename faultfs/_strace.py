@@ -25,8 +25,9 @@ What is not replayed is never dropped silently:
   trusts; every crash state then holds garbage in its place); ``msync``,
   ``copy_file_range``, ``sendfile``, ``splice``, ``fallocate``'s
   ``COLLAPSE_RANGE``/``INSERT_RANGE``/``UNSHARE_RANGE``, ``renameat2``'s
-  ``RENAME_EXCHANGE``, ``io_uring_*``, ``symlink``, ``sync``, ``openat2`` ...) is
-  *unsupported*, by name: the verdict is incomplete.
+  ``RENAME_EXCHANGE``, ``io_uring_*``, an ``open`` that follows a symbolic link made in
+  the directory, ``sync``, ``openat2`` ...) is *unsupported*, by name: the verdict is
+  incomplete.
 
 Replayed faithfully (issue 23; ``tests/exec/test_strace_replay.py`` compares each with
 the kernel byte for byte): per-descriptor offsets (``lseek``'s answer; ``read``/``readv``
@@ -57,7 +58,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ._descriptors import DescriptorTable
-from ._protocol import FileSystem
+from ._protocol import FileSystem, SymlinkFileSystem
 
 __all__ = [
     "IGNORED_RULE",
@@ -182,11 +183,6 @@ _LOCK_SH, _LOCK_EX, _LOCK_UN = 1, 2, 8
 _AT_SYMLINK_FOLLOW, _AT_EMPTY_PATH = 0x400, 0x1000
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000)
 
-SYMLINK_NOTE = (
-    " (a symbolic link the program removed again: an empty file in the model while it existed)"
-)
-"""How a transient symbolic link is listed among the ignored paths (git's core.symlinks
-probe, issue 24): the model has no symbolic links."""
 _RWF_APPEND = 0x10
 # fallocate(2) modes
 _FALLOC_KEEP_SIZE, _FALLOC_PUNCH_HOLE, _FALLOC_COLLAPSE_RANGE = 0x1, 0x2, 0x8
@@ -608,8 +604,6 @@ class StraceReplay:
                     self.mismatched.append(f"{call.name} by pid {call.pid}: the model raised {exc}")
             for _ in range(self._ops() - before):
                 self.sources.append(Source(call.pid, call.name, self.counts[key]))
-        for mpath in self._symlinks:
-            self._unsupported("symlink", f"the model has no symbolic links: {mpath} remains")
 
     def _touch(self, c: Syscall) -> None:
         """Note the path ``c`` opened or looked at in :attr:`touched` (failed or not)."""
@@ -893,19 +887,13 @@ class StraceReplay:
             mpath = self.model_path(real)
             if mpath is None:
                 self._outside(name, real)
-            elif self.fs.exists(mpath):
-                raise FileExistsError(_errno.EEXIST, "File exists", mpath)
+            elif not isinstance(self.fs, SymlinkFileSystem):
+                self._unsupported(name, f"the filesystem has no symbolic links: {mpath}")
             else:
-                # The model has no symbolic links. One the program removes again itself
-                # (git's core.symlinks probe: symlink, lstat, unlink) stands in the model
-                # as an empty file while it exists: atomic, never followed (an open of it
-                # is unsupported), and named; one still there when the trace ends is
-                # unsupported (:meth:`feed`).
-                tab.close(tab.open(mpath, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                # name and target in one step (Mercurial's lock "host:pid", git's
+                # core.symlinks probe); an open that follows it is unsupported (above)
+                self.fs.symlink(os.fsencode(_str(a[0])), mpath)
                 self._symlinks[mpath] = real
-                note = real + SYMLINK_NOTE
-                if note not in self.ignored:
-                    self.ignored.append(note)
             return
         if name in ("sync", "syncfs"):
             self._unsupported(name, "a whole-filesystem flush")

@@ -43,6 +43,11 @@ class OpKind(str, enum.Enum):
     """Remove an empty directory (metadata)."""
     LINK = "link"
     """Give the inode of file ``path`` a second name ``dst`` (a hard link; metadata)."""
+    SYMLINK = "symlink"
+    """Create the symbolic link ``path`` to the target ``data`` (bytes): a new name and
+    an inode holding the target, made in one step (``symlink(2)``; metadata). In an
+    image and a crash state it is a file whose content is
+    :func:`~crashpoint.faultfs.symlink_content` of the target."""
     READ = "read"
     """Non-mutating: read a whole file."""
     EXISTS = "exists"
@@ -86,6 +91,7 @@ _MUTATING = frozenset(
         OpKind.FDATASYNC,
         OpKind.RMDIR,
         OpKind.LINK,
+        OpKind.SYMLINK,
     }
 )
 _BARRIERS = frozenset({OpKind.FSYNC, OpKind.FSYNC_DIR, OpKind.FDATASYNC})
@@ -98,6 +104,7 @@ _METADATA = frozenset(
         OpKind.UNLINK,
         OpKind.RMDIR,
         OpKind.LINK,
+        OpKind.SYMLINK,
     }
 )
 
@@ -113,7 +120,7 @@ class Op:
         path: the path operated on (the source of a rename or link; empty for a mark).
         dst: the destination of a rename, the new name of a link.
         offset: byte offset of a write.
-        data: bytes of a write.
+        data: bytes of a write; a symbolic link's target.
         size: new size of a truncate, in bytes.
         label: a mark's label.
         errno: the errno the call failed with (an injected fault), or None.
@@ -140,6 +147,8 @@ class Op:
             text = f"write({self.path!r}, offset={self.offset}, {len(self.data)} bytes)"
         elif k is OpKind.TRUNCATE:
             text = f"truncate({self.path!r}, {self.size})"
+        elif k is OpKind.SYMLINK:
+            text = f"symlink({self.data!r}, {self.path!r})"
         else:
             text = f"{k.value}({self.path!r})"
         if self.errno is not None:

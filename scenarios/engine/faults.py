@@ -60,6 +60,7 @@ FAULTS_BY_OP: dict[OpKind, tuple[tuple[int, FaultKind], ...]] = {
     OpKind.FDATASYNC: ((errno.EIO, _E), (errno.EIO, FaultKind.FSYNC_LOST)),
     OpKind.RMDIR: ((errno.EACCES, _E), (errno.EIO, _E), (errno.EROFS, _E)),
     OpKind.LINK: ((errno.EXDEV, _E), (errno.EIO, _E), (errno.ENOSPC, _E), (errno.EROFS, _E)),
+    OpKind.SYMLINK: ((errno.ENOSPC, _E), (errno.EIO, _E), (errno.EACCES, _E), (errno.EROFS, _E)),
 }
 """The faults each kind of operation can suffer (FAULT-MODEL.md §2)."""
 

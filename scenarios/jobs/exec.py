@@ -69,6 +69,7 @@ from ...faultfs import (
     PersistenceModel,
     RecordingFileSystem,
     crash_points,
+    symlink_target,
 )
 from ...faultfs._fresh import tempfile_probe
 from ...faultfs._strace import (
@@ -588,7 +589,8 @@ def materialize(
 
     ``volatile``: globs relative to ``model_root`` (``--volatile``); a file matching one is
     written as :func:`volatile_garbage` of its size, keyed by its path and ``state``'s
-    digest, instead of its content."""
+    digest, instead of its content. A symbolic link (content
+    :func:`~crashpoint.faultfs.symlink_content`) is made one again."""
     prefix = model_root.rstrip("/") + "/"
     digest = state.digest() if volatile else ""
     if model_root in state.dirs:
@@ -601,6 +603,10 @@ def materialize(
             rel = path[len(prefix) :]
             real = real_root + "/" + rel
             os.makedirs(os.path.dirname(real), exist_ok=True)
+            target = symlink_target(blob)
+            if target is not None:
+                os.symlink(target, real)
+                continue
             if volatile and volatile_match(volatile, rel):
                 blob = volatile_garbage(path, digest, len(blob))
             with open(real, "wb") as f:

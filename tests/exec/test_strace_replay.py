@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crashpoint.faultfs import MemoryFileSystem, OpKind, RecordingFileSystem
+from crashpoint.faultfs import (
+    MemoryFileSystem,
+    OpKind,
+    RecordingFileSystem,
+    crash_points,
+    get_model,
+    symlink_content,
+    symlink_target,
+)
 from crashpoint.faultfs._strace import StraceReplay, parse_log, strace_argv, strace_available
 
 pytestmark = pytest.mark.exec
@@ -60,7 +68,13 @@ def _real_tree(root: str) -> tuple[dict[str, bytes], set[str]]:
         for d in subdirs:
             dirs.add(os.path.normpath(os.path.join(rel, d)))
         for n in names:
-            with open(os.path.join(here, n), "rb") as f:
+            full = os.path.join(here, n)
+            if os.path.islink(full):  # as the model holds one
+                files[os.path.normpath(os.path.join(rel, n))] = symlink_content(
+                    os.fsencode(os.readlink(full))
+                )
+                continue
+            with open(full, "rb") as f:
                 files[os.path.normpath(os.path.join(rel, n))] = f.read()
     return files, dirs
 
@@ -450,32 +464,64 @@ def test_flock_and_fcntl_locks_are_lock_events_only(tmp_path: Path) -> None:
     assert r.kinds() == [OpKind.CREATE, OpKind.WRITE, OpKind.WRITE, OpKind.CREATE]
 
 
-def test_a_symlink_removed_again_is_an_empty_file_while_it_exists(tmp_path: Path) -> None:
-    """git's core.symlinks probe (``create_default_files``): mkstemp, unlink, symlink on the
-    same name, lstat, unlink. The model has no symbolic links; one the program removes
-    again stands in it as an empty file meanwhile, and is named."""
+def test_a_symlink_is_one_operation_holding_its_target(tmp_path: Path) -> None:
+    """Mercurial's lock (``symlink("host:pid", ".hg/store/lock")``, then unlink) and git's
+    core.symlinks probe: ``symlink(2)`` is one operation, name and target together, and
+    a link still there at the end is in the model as the kernel left it."""
     r = same(
         tmp_path,
         """
         with open(p("data"), "wb") as f:
             f.write(b"kept")
-        os.symlink("testing", p("tXYZ"))
-        assert os.path.islink(p("tXYZ"))
-        os.unlink(p("tXYZ"))
+        os.symlink("host/4026531836:12345", p("lock"))
+        assert os.path.islink(p("lock"))
+        os.unlink(p("lock"))
+        os.symlink("data", p("kept-link"))
         """,
     )
-    kinds = r.kinds()
-    assert kinds.count(OpKind.CREATE) == 2 and kinds.count(OpKind.UNLINK) == 1
-    assert any("symbolic link the program removed again" in p for p in r.replay.ignored)
+    assert r.kinds() == [
+        OpKind.CREATE,
+        OpKind.WRITE,
+        OpKind.SYMLINK,
+        OpKind.UNLINK,
+        OpKind.SYMLINK,
+    ]
+    ops = r.fs.trace.ops
+    assert (ops[2].path, ops[2].data) == ("/m/lock", b"host/4026531836:12345")
+    assert symlink_target(r.model[0]["kept-link"]) == b"data"
 
 
-def test_a_symlink_that_remains_or_is_followed_is_unsupported(tmp_path: Path) -> None:
+def test_every_crash_state_holds_a_symlink_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The link is never empty nor torn: at each crash point of each family the lock is
+    absent or holds its whole target (a journaled ``symlink(2)``; FAULT-MODEL.md §1),
+    while the data written under it may be lost."""
+    r = same(
+        tmp_path,
+        """
+        os.symlink("host/4026531836:12345", p("lock"))
+        with open(p("data"), "wb") as f:
+            f.write(b"kept")
+        os.unlink(p("lock"))
+        """,
+    )
+    lock = symlink_content(b"host/4026531836:12345")
+    initial = MemoryFileSystem(dirs=("/", MODEL)).crash_state()
+    for name in ("process-crash", "ext4", "posix"):
+        seen: set[bytes | None] = set()
+        for point in crash_points(get_model(name), initial, r.fs.trace.ops):
+            for state in point.states:
+                held = state.file("/m/lock")
+                assert held in (None, lock), (name, point.index, held)
+                seen.add(held)
+        assert seen == {None, lock}, (name, "no crash state held the lock: nothing checked")
+
+
+def test_an_open_that_follows_a_symlink_is_unsupported(tmp_path: Path) -> None:
     r = run_replayed(
         tmp_path,
         """
         with open(p("data"), "wb") as f:
             f.write(b"kept")
-        os.symlink("data", p("kept-link"))
         os.symlink("data", p("followed"))
         with open(p("followed"), "rb") as f:
             f.read()
@@ -485,4 +531,3 @@ def test_a_symlink_that_remains_or_is_followed_is_unsupported(tmp_path: Path) ->
     assert any("follows the symbolic link /m/followed" in u for u in r.replay.unsupported), (
         r.replay.unsupported
     )
-    assert any("kept-link remains" in u for u in r.replay.unsupported)
