@@ -4,12 +4,16 @@ and the tip.
 The records (:mod:`_codec`) are files ``r/0000`` ..., ``r/n``; a save writes them and
 runs ``hg commit -A``; the load runs ``hg verify`` (Mercurial's own integrity check:
 exit 3 when it fails) and reads the tip with ``hg cat``. ``hg`` is the one installed
-beside this interpreter. Mercurial rolls back an interrupted transaction (its journal)
-only on ``hg recover``: a load does not run it, so a left journal is reported as found.
+beside this interpreter; the load's commands run in its own process through Mercurial's
+dispatcher (the ``hg`` script's code, one interpreter start per load), with
+``hg_stale_locks`` loaded: a lock the crashed run left is stale. Mercurial rolls back an
+interrupted transaction (its journal) only on ``hg recover``: a load does not run it, so a
+left journal is reported as found.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -17,6 +21,12 @@ import sys
 from typing import Any
 
 import _codec
+
+# Mercurial reads these when it builds each command's ui (the load's commands run in this
+# process); set before its import, as the ``hg`` script's environment would have them
+for _k, _v in {"HGUSER": "crashpoint <c@p>", "HGPLAIN": "1", "HGRCPATH": ""}.items():
+    os.environ[_k] = _v
+from mercurial import dispatch, main_script  # noqa: E402
 
 NAME = "hg"
 CONFIGS: dict[str, None] = {"default": None}
@@ -40,8 +50,33 @@ def version() -> str:
     return v("mercurial")
 
 
+STALE_LOCKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hg_stale_locks.py")
+"""The extension a load runs with: a lock of the crashed run is stale (its docstring)."""
+
+_LOAD_CONFIG = (
+    "--config",
+    f"extensions.crashpoint_stale_locks={STALE_LOCKS}",
+    # a lock still held after 10 s (none should be: the load is the only process) fails
+    # the load visibly instead of waiting ui.timeout's default 600 s
+    "--config",
+    "ui.timeout=10",
+)
+
+
 def _hg(path: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([HG, "--cwd", path, *args], env=_ENV, capture_output=True, check=False)
+
+
+def _hg_load(path: str, *args: str) -> tuple[int, bytes, bytes]:
+    """``hg --cwd PATH ARGS`` with the load's configuration, run by Mercurial's own
+    dispatcher in this process (as its command server runs commands: the same code
+    as the ``hg`` script, one interpreter start for the whole load): ``(exit status,
+    stdout, stderr)``."""
+    out, err = io.BytesIO(), io.BytesIO()
+    argv = [a.encode() for a in ("--cwd", path, *_LOAD_CONFIG, *args)]
+    req = main_script.request(argv, fin=io.BytesIO(), fout=out, ferr=err)
+    rc = dispatch.dispatch(req)
+    return rc & 255, out.getvalue(), err.getvalue()
 
 
 def save(path: str, value: Any, config: str = DEFAULT) -> None:
@@ -69,21 +104,21 @@ def load(path: str, config: str = DEFAULT) -> Any:
     (``hg verify`` fails, or the tip cannot be read), ValueError (a torn commit)."""
     if not os.path.isdir(os.path.join(path, ".hg")):
         return None
-    tip = _hg(path, "log", "-r", "tip", "-T", "{rev}")
-    if tip.returncode != 0:
-        raise IntegrityError(f"hg log: {tip.stderr[:200]!r}")
-    if tip.stdout.strip() in (b"-1", b""):
+    rc, out, err = _hg_load(path, "log", "-r", "tip", "-T", "{rev}")
+    if rc != 0:
+        raise IntegrityError(f"hg log: {err[:200]!r}")
+    if out.strip() in (b"-1", b""):
         return None
-    verify = _hg(path, "verify", "-q")
-    if verify.returncode != 0:
-        raise IntegrityError(f"hg verify: {(verify.stdout + verify.stderr)[:200]!r}")
-    names = _hg(path, "files", "-r", "tip", "r").stdout.decode().split()
+    rc, out, err = _hg_load(path, "verify", "-q")
+    if rc != 0:
+        raise IntegrityError(f"hg verify: {(out + err)[:200]!r}")
+    rc, out, err = _hg_load(path, "cat", "-r", "tip", "-T", "{path}\\0{hex(data)}\\n", "r")
+    if rc != 0:
+        raise IntegrityError(f"hg cat: {err[:200]!r}")
     recs = {}
-    for n in names:
-        got = _hg(path, "cat", "-r", "tip", n)
-        if got.returncode != 0:
-            raise IntegrityError(f"hg cat {n}: {got.stderr[:200]!r}")
-        recs[n.split("/")[-1]] = got.stdout
+    for line in out.splitlines():
+        name, _, data = line.partition(b"\0")
+        recs[name.decode().split("/")[-1]] = bytes.fromhex(data.decode())
     return _codec.value(recs)
 
 

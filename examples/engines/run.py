@@ -26,8 +26,14 @@ sys.path.insert(0, HERE)
 
 import classify  # noqa: E402
 import drive  # noqa: E402
+import targets  # noqa: E402
 from crashpoint.faultfs import parse_models  # noqa: E402
-from crashpoint.scenarios.jobs.exec import verify_exec  # noqa: E402
+from crashpoint.scenarios.jobs.exec import driver_commands, verify_exec  # noqa: E402
+
+RUNNERS = ("strace", "exec")
+"""How a run reaches the engine: ``strace`` (default) the engine as a Python target of
+crashpoint's strace driver (``targets.py``: one fork server imports it, each save and
+load a forked child); ``exec`` ``drive.py``'s commands, an interpreter each."""
 
 
 @dataclass
@@ -68,17 +74,36 @@ class EngineRun:
         return [f for f in self.findings if f.trade_off is None and not f.hypothetical]
 
 
-def run(spec: str, families: str, workloads: list[str], jobs: int = 2, seed: int = 0) -> EngineRun:
-    """Verify ``spec`` (``ENGINE[:CONFIG]``) through drive.py. Raises KeyError (unknown
-    configuration), ModuleNotFoundError (unknown engine), BadTarget (crashpoint refused
-    the commands: no strace, a clean save failing)."""
+def run(
+    spec: str,
+    families: str,
+    workloads: list[str],
+    jobs: int = 2,
+    seed: int = 0,
+    runner: str | None = None,
+) -> EngineRun:
+    """Verify ``spec`` (``ENGINE[:CONFIG]``) through ``runner`` (:data:`RUNNERS`; None: the
+    engine module's ``RUNNER``, else ``strace``). Raises
+    KeyError (unknown configuration), ModuleNotFoundError (unknown engine), ValueError (an
+    unknown runner), BadTarget (crashpoint refused the commands: no strace, a clean save
+    failing)."""
     mod, config = drive.engine(spec)
-    cmd = f"{sys.executable} {os.path.join(HERE, 'drive.py')} {mod.NAME}:{config}"
+    runner = runner or getattr(mod, "RUNNER", "strace")
+    shown = ""
+    if runner == "strace":
+        shown = targets.target(spec)
+        save, load, _ = driver_commands(shown, "document")
+    elif runner == "exec":
+        cmd = f"{sys.executable} {os.path.join(HERE, 'drive.py')} {mod.NAME}:{config}"
+        save, load = f"{cmd} save {{dir}} {{value}}", f"{cmd} load {{dir}}"
+    else:
+        raise ValueError(f"runner {runner!r}: one of {', '.join(RUNNERS)}")
     models = parse_models(families)
     t0 = time.monotonic()
     result, facts = verify_exec(
-        f"{cmd} save {{dir}} {{value}}",
-        f"{cmd} load {{dir}}",
+        save,
+        load,
+        shown=shown,
         models=models,
         workloads=workloads,
         jobs=jobs,
@@ -125,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workload", action="append")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--runner", choices=RUNNERS, default=None)
     a = p.parse_args(argv)
     try:
-        r = run(a.spec, a.model, a.workload or ["first-save"], jobs=a.jobs)
+        r = run(a.spec, a.model, a.workload or ["first-save"], jobs=a.jobs, runner=a.runner)
     except (KeyError, ModuleNotFoundError) as exc:
         print(f"run.py: {exc}", file=sys.stderr)
         return 2

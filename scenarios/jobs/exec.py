@@ -49,6 +49,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,7 @@ from ...faultfs import (
     PersistenceModel,
     RecordingFileSystem,
     crash_points,
+    symlink_content,
     symlink_target,
 )
 from ...faultfs._fresh import tempfile_probe
@@ -2435,7 +2437,8 @@ def _request(op: str, session_id: str, state: Any = None) -> bytes:
 
 def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
     """Every directory and file under ``root``: identity, size and times (a rewrite of
-    the same bytes, a rename over a file, a touch show), and each file's bytes."""
+    the same bytes, a rename over a file, a touch show), and each file's bytes (a
+    symbolic link's target, never followed: Mercurial's lock names a process)."""
     out: dict[str, tuple[int, ...] | bytes] = {}
     for dirpath, _dirs, filenames in os.walk(root):
         st = os.stat(dirpath)
@@ -2444,6 +2447,9 @@ def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
             out[path + "\0stat"] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if stat.S_ISLNK(st.st_mode):
+                out[path] = symlink_content(os.fsencode(os.readlink(path)))
+                continue
             with open(path, "rb") as f:
                 out[path] = f.read()
     return out

@@ -105,3 +105,18 @@ def test_materialize_makes_a_real_symlink(tmp_path: Path) -> None:
     assert os.path.islink(root / "store" / "lock")
     assert os.readlink(root / "store" / "lock") == LOCK.decode()
     assert (root / "store" / "data").read_bytes() == b"kept"
+
+
+def test_a_loads_before_and_after_read_a_dangling_link_without_following_it(
+    tmp_path: Path,
+) -> None:
+    """Whether a load wrote is told from two snapshots of its image; a lock's link names a
+    process, not a file, and is read as a link (it once raised FileNotFoundError)."""
+    from crashpoint.scenarios.jobs.exec import _snapshot
+
+    os.symlink(LOCK, tmp_path / "lock")
+    before = _snapshot(str(tmp_path))
+    assert before[str(tmp_path / "lock")] == symlink_content(LOCK)
+    os.unlink(tmp_path / "lock")
+    os.symlink(b"host/1:99", tmp_path / "lock")
+    assert _snapshot(str(tmp_path)) != before
