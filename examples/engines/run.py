@@ -2,7 +2,11 @@
 classify its findings (issue 24)::
 
     python examples/engines/run.py sqlite:wal --model process-crash,ext4,posix \
-        --workload first-save [--json]
+        --workload first-save [--json] [--runner strace|exec]
+
+The engine runs as a Python target of ``--runner strace`` (``targets.py``, a fork server)
+or through ``drive.py``'s commands (``exec``); the engine module's ``RUNNER`` chooses when
+``--runner`` is not given (``strace`` if it names none).
 
 Prints one line per finding (family, invariant, class, crash point, operation, the
 documented line when it is a trade-off) and the figures (time, processes, distinct
