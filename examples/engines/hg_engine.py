@@ -22,17 +22,6 @@ from typing import Any
 
 import _codec
 
-# Mercurial reads these when it builds each command's ui (the load's commands run in this
-# process); set before its import, as the ``hg`` script's environment would have them
-for _k, _v in {"HGUSER": "crashpoint <c@p>", "HGPLAIN": "1", "HGRCPATH": ""}.items():
-    os.environ[_k] = _v
-from mercurial import dispatch, main_script  # noqa: E402
-
-NAME = "hg"
-CONFIGS: dict[str, None] = {"default": None}
-DEFAULT = "default"
-
-HG = os.path.join(os.path.dirname(sys.executable), "hg")
 _ENV = {
     "HGUSER": "crashpoint <c@p>",
     "HGPLAIN": "1",
@@ -41,6 +30,17 @@ _ENV = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
     "PYTHONDONTWRITEBYTECODE": "1",
 }
+
+# Mercurial reads these when it builds each command's ui (the load's commands run in this
+# process): the same environment as a save's ``hg`` processes, set before its import
+os.environ.update({k: v for k, v in _ENV.items() if k not in ("PATH", "HOME")})
+from mercurial import dispatch, main_script  # noqa: E402
+
+NAME = "hg"
+CONFIGS: dict[str, None] = {"default": None}
+DEFAULT = "default"
+
+HG = os.path.join(os.path.dirname(sys.executable), "hg")
 
 
 def version() -> str:
