@@ -100,6 +100,7 @@ from ..kinds.agent.workload import BASE_DIR
 from ..kinds.document.kind import (
     BASIC_WORKLOADS,
     DOC_BASE,
+    PROBE_WORKLOAD,
     DocObservation,
     DocumentKind,
     DocWorkload,
@@ -1404,6 +1405,8 @@ class ExecDocumentKind(DocumentKind):
                 self.exec_runner.faults_run_again += 1
         assert run is not None  # the loop ran at least once
         self.sources[id(run)] = list(self.exec_runner.last_sources)
+        if workload.name == PROBE_WORKLOAD:
+            return run  # never explored (DocumentKind._probe): no crash state is loaded
         end = len(run.ops)
         only = None if fault is None else {fault.at + 1, end}
         todo: dict[CrashState, None] = {}
