@@ -734,6 +734,10 @@ class ExecRunner(Runner):
         (:meth:`ExecDocumentKind.observe`)."""
         self.loads_with_inputs = 0
         """Loads traced with :data:`LIGHT_SYSCALLS` so far (:meth:`_light_trace`)."""
+        self.writing_loads: set[str] = set()
+        """Digests of crash states whose load overwrote them in a load batch
+        (:meth:`ExecDocumentKind._batch_observe`): their own load is traced in full at
+        once (a light run first would be run again)."""
 
     def note_inputs(self, state: CrashState, touched: dict[str, bool]) -> None:
         """Keep what the read-only load of ``state`` looked at (see :attr:`inputs`)."""
@@ -1299,15 +1303,18 @@ class ExecDocument:
             argv = render_argv(runner.load_cmd, dir=root)
             if not runner.trace_loads:
                 done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=False)
+            elif state.digest() in runner.writing_loads:  # a batch saw it write: see below
+                done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
             else:
                 # Opens only (what it read, for A5), replayed aside; a load that changed
-                # a file or directory runs again with every call traced, into fs (A3).
+                # or removed a file or directory of the state (:func:`_overwrote`) runs
+                # again with every call traced, into fs (A3).
                 before = _snapshot(root)
                 aside = RecordingFileSystem(MemoryFileSystem(state))
                 done = runner.run(
                     argv, aside, tmp=tmp, real_root=root, label="load", traced=True, light=True
                 )
-                if _snapshot(root) != before:
+                if _overwrote(before, _snapshot(root)):
                     shutil.rmtree(root)
                     materialize(state, runner.base_dir, root, volatile)
                     with runner._lock:
@@ -1439,11 +1446,17 @@ class ExecDocumentKind(DocumentKind):
         if self.exec_runner.batch_load and len(states) > 1:
             size = max(1, min(BATCH_IMAGES, max(-(-len(states) // self.jobs), BATCH_SPLIT)))
             chunks = [states[i : i + size] for i in range(0, len(states), size)]
+            alone: list[CrashState] = []  # what a batch could not answer: loaded on its own
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 for chunk, got in zip(chunks, pool.map(self._batch_observe, chunks), strict=True):
                     for s, obs in zip(chunk, got, strict=True):
-                        self.observed[s.digest()] = obs if obs is not None else self.observe(s)
-            return
+                        if obs is None:
+                            alone.append(s)
+                        else:
+                            self.observed[s.digest()] = obs
+            states = alone  # ``jobs`` at a time, below (one by one, it had been)
+            if not states:
+                return
         if self.jobs == 1 or len(states) == 1:
             for s in states:
                 self.observed[s.digest()] = self.observe(s)
@@ -1525,6 +1538,8 @@ class ExecDocumentKind(DocumentKind):
         is likely answered by its load)."""
         with self.exec_runner._lock:
             keys = list(self._answers)
+        if not keys:  # nothing known of what a load looks at: no state is like another
+            return states[: self.jobs]
         chosen: list[CrashState] = []
         seen: set[tuple[Any, ...]] = set()
         for s in states:
@@ -1540,9 +1555,10 @@ class ExecDocumentKind(DocumentKind):
     def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:
         """Load every state of ``chunk`` in one driver process (``load-batch``), each from
         a real directory of its own, traced for its opens only: what each load read (A5)
-        is the opens under its directory. A state whose directory the batch changed, or
-        any state when the reply is not one result per state, gives None: it is loaded
-        on its own (:meth:`observe`, traced in full when it writes)."""
+        is the opens under its directory. A state the batch's load overwrote
+        (:func:`_overwrote`: files it only created do not count), or any state when the
+        reply is not one result per state, gives None: it is loaded on its own
+        (:meth:`observe`, traced in full when it overwrote)."""
         runner = self.exec_runner
         base = runner.base_dir
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-", dir=scratch_root()) as tmp:
@@ -1563,7 +1579,7 @@ class ExecDocumentKind(DocumentKind):
                 light=True,
                 stdin=json.dumps(roots).encode(),
             )
-            changed = [_snapshot(r) != b for r, b in zip(roots, before, strict=True)]
+            changed = [_overwrote(b, _snapshot(r)) for r, b in zip(roots, before, strict=True)]
         try:
             replies = json.loads(done.proc.stdout.decode("utf-8"), parse_int=_number)
         except (UnicodeDecodeError, ValueError):
@@ -1586,6 +1602,9 @@ class ExecDocumentKind(DocumentKind):
                 calls.append(c)
         out: list[DocObservation | None] = []
         for s, root, reply, wrote, calls in zip(chunk, roots, replies, changed, mine, strict=True):
+            if wrote:
+                with runner._lock:
+                    runner.writing_loads.add(s.digest())
             if wrote or not isinstance(reply, dict):
                 out.append(None)
                 continue
@@ -2456,6 +2475,22 @@ def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
             with open(path, "rb") as f:
                 out[path] = f.read()
     return out
+
+
+def _overwrote(before: dict[str, tuple[int, ...] | bytes], after: dict[str, Any]) -> bool:
+    """Whether a document load changed what the crash state held (:func:`_snapshot`s of
+    its directory before and after): a file's bytes or a link's target changed, a file
+    or directory removed. Files and directories it only created (Mercurial's caches,
+    LevelDB's LOG) change nothing the document kind judges: "creating a file that was not
+    there overwrites nothing" (DocumentKind._load_once), so the load's observation is the
+    one its opens give, and it needs no full trace."""
+    for key, held in before.items():
+        if isinstance(held, bytes):
+            if after.get(key) != held:
+                return True
+        elif not key.endswith("\0stat") and key not in after:
+            return True
+    return False
 
 
 def _replies(out: bytes, n: int) -> list[bytes] | None:
