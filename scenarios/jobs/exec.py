@@ -2480,8 +2480,8 @@ def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
 def _overwrote(before: dict[str, tuple[int, ...] | bytes], after: dict[str, Any]) -> bool:
     """Whether a document load changed what the crash state held (:func:`_snapshot`s of
     its directory before and after): a file's bytes or a link's target changed, a file
-    or directory removed. Files and directories it only created (Mercurial's caches,
-    LevelDB's LOG) change nothing the document kind judges: "creating a file that was not
+    or directory removed. Files and directories it only created (Mercurial's caches, a
+    lock file) change nothing the document kind judges: "creating a file that was not
     there overwrites nothing" (DocumentKind._load_once), so the load's observation is the
     one its opens give, and it needs no full trace."""
     for key, held in before.items():

@@ -163,6 +163,44 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # (k = 17-68) are unjudged: the records wait in the work tree before the commit
     # (classify.WORK_TREE_ENGINES).
     ("hg", "process-crash"): {("A1", "atomicity", "bug", k) for k in range(6, 14)},
+    # Under ext4 (2026-12-07: 418 s, 7,429 distinct states, bounded): Mercurial 7.2.4 calls
+    # no fsync at all (no fsync/fdatasync in its installed Python code), so a power cut may
+    # leave any of the files `hg init` and `hg commit` wrote without their delayed data.
+    # From hg init's dummy changelog on (k=6) to after the run (k=108), states where a
+    # revlog the changelog names was never written back (a new file: ext4 delayed
+    # allocation commits its name before its size) fail `hg verify`: A1. After the run,
+    # the commit lost whole with the store still consistent: A2. The ALICE study's
+    # Mercurial class (ordering across files assumed, never enforced). The A3s: unjudged
+    # (work-tree files, classify.WORK_TREE_ENGINES).
+    ("hg", "ext4"): {
+        *(("A1", "atomicity", "bug", k) for k in range(6, 109)),
+        ("A2", "durability", "bug", 108),
+    },
+    # Under posix the same (732 s, 16,131 distinct states: over 10 minutes, so under
+    # `long`, SLOW): nothing the reordering family alone reaches.
+    ("hg", "posix"): {
+        *(("A1", "atomicity", "bug", k) for k in range(6, 109)),
+        ("A2", "durability", "bug", 108),
+    },
+    # git 2.39.5: under a process crash every A1/A2 is judged and none found (objects
+    # written to tmp_obj_* and linked into place; the index and refs through *.lock and
+    # rename: git's lock file protocol). The A3s are unjudged (work-tree files).
+    ("git", "process-crash"): set(),
+    # Under ext4 (2026-12-07: 126 s, 7,807 distinct states, bounded): the end of `git
+    # commit` (k=122-125): the new branch ref or the index renamed into place unsynced,
+    # empty or zero-filled (HEAD's branch unreadable, "index file corrupt"), or after the
+    # run the commit gone. git-config documents it: the default core.fsync hardens packs
+    # only and "risks losing recent work in the event of an unclean system shutdown".
+    ("git", "ext4"): {
+        *(("A1", "atomicity", "documented", k) for k in range(122, 126)),
+        ("A2", "durability", "documented", 125),
+    },
+    # Under posix (522 s, 21,238 distinct states, bounded): the same, and nothing the
+    # reordering family alone reaches (git's lock file protocol orders what it needs).
+    ("git", "posix"): {
+        *(("A1", "atomicity", "documented", k) for k in range(122, 126)),
+        ("A2", "durability", "documented", 125),
+    },
     # RocksDB (rocksdict's bundled RocksDB), WAL synced: clean under a process crash; the
     # A3s on states before db/CURRENT exists (rocksdict's settings file alone) not judged.
     ("rocksdb:wal", "process-crash"): set(),
@@ -190,6 +228,10 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
 
 INCOMPLETE_COUNT = {
     ("hg", "process-crash"),
+    ("hg", "ext4"),
+    ("hg", "posix"),
+    ("git", "process-crash"),
+    ("git", "ext4"),
     ("rocksdb:wal", "process-crash"),
     ("rocksdb:nowal", "process-crash"),
 }
@@ -208,7 +250,15 @@ def _need(spec: str) -> None:
     es.need(NEEDS.get(engine), "git" if engine == "git" else None)
 
 
-@pytest.mark.parametrize(("spec", "family"), sorted(EXPECTED))
+SLOW = {("hg", "posix")}
+"""Pinned runs over 10 minutes on this 2-core machine (docs/field-results.md gives each
+one's time): run under ``long`` (``-m "engines and long"``)."""
+
+
+@pytest.mark.parametrize(
+    ("spec", "family"),
+    [pytest.param(*k, marks=pytest.mark.long) if k in SLOW else k for k in sorted(EXPECTED)],
+)
 def test_engine_findings_are_pinned(spec: str, family: str) -> None:
     _need(spec)
     r = es.run(spec, family)
