@@ -1314,13 +1314,14 @@ class ExecDocument:
                 done = runner.run(
                     argv, aside, tmp=tmp, real_root=root, label="load", traced=True, light=True
                 )
-                if _overwrote(before, _snapshot(root)):
+                overwrote = _overwrote(before, _snapshot(root))
+                if overwrote and not _OUTCOME_ONLY.get():
                     shutil.rmtree(root)
                     materialize(state, runner.base_dir, root, volatile)
                     with runner._lock:
                         runner._count("load traced again")
                     done = runner.run(argv, fs, tmp=tmp, real_root=root, label="load", traced=True)
-                elif done.inputs:
+                elif done.inputs and not overwrote:
                     runner.note_inputs(state, done.replay.touched)
         for r in done.replay.reads:
             if fs.exists(r) and not fs.is_dir(r):  # a directory opened to list or fsync it
@@ -1347,6 +1348,12 @@ _CRASH_IMAGE: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 """True while a load runs on a crash state (:meth:`ExecDocumentKind._load_once`): its
 directory is materialized with the ``--volatile`` files as garbage."""
+
+_OUTCOME_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "crashpoint_outcome_only", default=False
+)
+"""True while a load runs only for its value or error (:meth:`ExecDocumentKind._reload`):
+one that overwrote its directory is not run again traced in full."""
 
 _INJECT_MISSES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "crashpoint_inject_misses", default=None
@@ -1435,6 +1442,16 @@ class ExecDocumentKind(DocumentKind):
             return super()._load_once(state)
         finally:
             _CRASH_IMAGE.reset(token)
+
+    def _reload(self, state: CrashState) -> DocObservation:
+        """:meth:`DocumentKind._reload`: its value or error is all the judging reads, so a
+        reload that overwrote its directory (RocksDB's and LevelDB's every open) is not
+        run again traced in full; its ``wrote`` then says nothing."""
+        token = _OUTCOME_ONLY.set(True)
+        try:
+            return super()._reload(state)
+        finally:
+            _OUTCOME_ONLY.reset(token)
 
     def prefetch(self, states: list[CrashState]) -> None:
         """Observe ``states`` now, ``jobs`` load processes at a time; with the strace

@@ -366,7 +366,8 @@ def test_loads_a_batch_could_not_answer_run_jobs_at_a_time(
 ) -> None:
     """A state whose batch load wrote is loaded on its own, ``jobs`` loads at a time (they
     ran one by one in the main thread: Mercurial's ext4 run did not end in 20 minutes),
-    traced in full at once; the verdict and states are the one-shot path's."""
+    traced in full at once (its reload not at all); the verdict and states are the
+    one-shot path's."""
     import threading
 
     from crashpoint.scenarios.jobs import exec as exec_job
@@ -390,6 +391,9 @@ def test_loads_a_batch_could_not_answer_run_jobs_at_a_time(
     forked, facts = _verify(target, server=True, **kw)
     assert facts.counts.get("forked", 0) > 0
     assert most[0] == 2
+    # a state known to overwrite is traced in full at once, and a reload (only its value
+    # is judged) is never run again traced in full
+    assert "load traced again" not in facts.counts
     monkeypatch.setattr(exec_job.ExecDocumentKind, "observe", real_observe)
     alone, _ = _verify(target, server=False, **kw)
     assert _digest(forked) == _digest(alone)

@@ -169,14 +169,38 @@ def test_without_the_input_calls_traced_the_stat_only_path_would_be_missed(
     assert _verdict(reused) != _verdict(every)
 
 
-def test_a_load_that_writes_is_never_reused(
+def test_a_load_that_overwrites_is_never_reused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # recovery on open (a write) depends on the whole state: each such state is loaded
+    # recovery on open (a write over the state) depends on the whole state: each state
+    # holding doc.json (which this load rewrites) is loaded; the others load read-only
+    answered: list[Any] = []
+    real = ex.ExecDocumentKind._reused
+
+    def reused(self: Any, state: Any, sigs: Any = None) -> Any:
+        hit = real(self, state, sigs)
+        if hit is not None:
+            answered.append(state)
+        return hit
+
+    monkeypatch.setattr(ex.ExecDocumentKind, "_reused", reused)
+    _every, facts = _same(
+        tmp_path,
+        monkeypatch,
+        check='open(path, "a").write("\\n") if os.path.exists(path) else None',
+    )
+    assert facts.loads_reused == len(answered) > 0  # the states without doc.json
+    assert not [s for s in answered if any(p.endswith("/doc.json") for p, _ in s.files)]
+
+
+def test_a_load_that_only_creates_a_file_is_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # creating a file that was not there overwrites nothing (a cache, a lock file): the
+    # outcome is still a function of what the load looked at
     _every, facts = _same(
         tmp_path,
         monkeypatch,
         check='open(os.path.join(d, "opened"), "w").close()',
     )
-    assert facts.loads_reused == 0
-    assert os.path.exists(tmp_path / "store.py")
+    assert facts.loads_reused > 0

@@ -670,7 +670,12 @@ class DocumentKind:
         obs, left = self._load_once(state)
         if not obs.wrote:
             return obs
-        return dataclasses.replace(obs, reloaded=self._load_once(left)[0])
+        return dataclasses.replace(obs, reloaded=self._reload(left))
+
+    def _reload(self, state: CrashState) -> DocObservation:
+        """The fresh load of the disk a load's writes left (:attr:`DocObservation.reloaded`):
+        the judging reads its value or error only."""
+        return self._load_once(state)[0]
 
     def _load_once(self, state: CrashState) -> tuple[DocObservation, CrashState]:
         """Load ``state`` once: what it gave, and the disk its writes left."""
