@@ -7,7 +7,6 @@ loads every state; a state differing only where the load never looks is not load
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from pathlib import Path
