@@ -205,6 +205,14 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # A3s on states before db/CURRENT exists (rocksdict's settings file alone) not judged.
     ("rocksdb:wal", "process-crash"): set(),
     ("rocksdb:nowal", "process-crash"): set(),
+    # WAL under ext4 (2026-12-07, the first run to finish: 753 s, 7,714 distinct states,
+    # bounded): clean. Each write batch is appended to the WAL and fdatasync'ed before the
+    # write returns (WriteOptions.sync); a new MANIFEST is synced (VersionSet::LogAndApply
+    # -> SyncManifest) before CURRENT names it, and file/filename.cc SetCurrentFile writes
+    # CURRENT's temporary file with sync, renames it and fsyncs the directory: LevelDB's
+    # creation window (google/leveldb #189) is closed. The A3s before db/CURRENT exists
+    # (rocksdict's settings file alone) are not judged.
+    ("rocksdb:wal", "ext4"): set(),
     # LevelDB (plyvel's), sync=True and sync=False: clean under a process crash (an
     # unsynced write is in the OS's cache, which a process crash does not lose).
     ("leveldb:sync", "process-crash"): set(),
@@ -232,8 +240,10 @@ INCOMPLETE_COUNT = {
     ("hg", "posix"),
     ("git", "process-crash"),
     ("git", "ext4"),
+    ("git", "posix"),
     ("rocksdb:wal", "process-crash"),
     ("rocksdb:nowal", "process-crash"),
+    ("rocksdb:wal", "ext4"),
 }
 """Runs whose verdict names findings it did not judge (the classifier's ``unjudged``)."""
 
@@ -250,7 +260,7 @@ def _need(spec: str) -> None:
     es.need(NEEDS.get(engine), "git" if engine == "git" else None)
 
 
-SLOW = {("hg", "posix")}
+SLOW = {("hg", "posix"), ("rocksdb:wal", "ext4")}
 """Pinned runs over 10 minutes on this 2-core machine (docs/field-results.md gives each
 one's time): run under ``long`` (``-m "engines and long"``)."""
 
