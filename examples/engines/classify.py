@@ -16,6 +16,8 @@ kind, SPEC.md §10) becomes a :class:`Classified`:
   back, writing or not: the engine's recovery on open, not a finding (SPEC.md §10, A3 as a rule on
   states; kept only until that rule is in the engine, then such findings no longer
   appear).
+- ``model``: a state the family offers that the file system it models does not leave, cut
+  for real and never reproduced (:data:`MODEL_GAPS`): the model's own, listed apart.
 
 ``trade_off`` carries the engine's documentation line (and its source) when the engine
 documents that this configuration may lose or corrupt what the finding shows under that
@@ -249,7 +251,7 @@ class Classified:
     Attributes: engine, config, family (the model's family name), workload, invariant,
     crash_point, operation (the operation that did not run), state_digest (the crash
     state's identity), got (what load gave); cls: ``atomicity`` | ``ordering`` |
-    ``durability`` | ``recovery`` | ``unjudged``; trade_off: ``(quoted line, source)``
+    ``durability`` | ``recovery`` | ``unjudged`` | ``model``; trade_off: ``(quoted line, source)``
     when documented;
     hypothetical: reached only through the model's device options."""
 
@@ -282,7 +284,7 @@ class Classified:
     @property
     def is_finding(self) -> bool:
         """False for the engine's recovery on open and for what was not judged."""
-        return self.cls not in ("recovery", "unjudged")
+        return self.cls not in ("recovery", "unjudged", "model")
 
 
 # Findings the --exec replay makes by not modelling a call the engine relies on, named:
@@ -307,6 +309,23 @@ is on disk") on a state without it was judged from another file at its final byt
 (rocksdict's ``rocksdict-config.json``, a settings file holding no record): unjudged."""
 
 
+MODEL_GAPS: dict[tuple[str, str], tuple[str, str]] = {
+    ("zodb", "ext4"): (
+        "FileStorageFormatError",
+        "Data.fs at its first write's size (4 bytes) with zeros where the magic FS30 was "
+        "written: the family's 'size advanced, data not written' form, which ext4 does not "
+        "leave for a new file's first write into a delayed-allocation block (the on-disk "
+        "size moves only when writeback allocates and writes the block); cut for real "
+        "before each call from the index's write to the first fsync (14 cuts, 2026-12-04): "
+        "Data.fs was 0 bytes every time (docs/field-results.md, ZODB under ext4)",
+    ),
+}
+"""Findings the family makes by being looser than the file system it models, by (engine,
+family) -> (what the load reported, why): classified ``model``, never a finding, and
+counted. Each was cut for real and not reproduced; each goes when the family models the
+behaviour (docs/models.md)."""
+
+
 WORK_TREE_ENGINES = ("git", "hg")
 """Engines whose save writes the records into a work tree before committing them: the
 document kind's A3 counts those files, at their final bytes, as a complete generation on
@@ -315,10 +334,13 @@ repository's data). Their A3 is unjudged until the kind can be told which files 
 committed data; A1 (fsck/verify failing, a torn tip) and A2 are judged."""
 
 
-def _cls(c: Any, engine: str = "", config: str = "") -> str:
+def _cls(c: Any, engine: str = "", config: str = "", family: str = "") -> str:
     inv = c.invariant
     if "IsADirectoryError" in c.got or (engine, config, inv) in REPLAY_GAPS:
         return "unjudged"
+    gap = MODEL_GAPS.get((engine, family))
+    if gap is not None and gap[0] in c.got:
+        return "model"
     if inv == "A3" and engine in DATA_FILES and DATA_FILES[engine] not in c.crash_state:
         return "unjudged"
     if inv == "A3" and engine in WORK_TREE_ENGINES:
@@ -351,7 +373,7 @@ def classify(
     """Each counterexample of one engine result, classified (see the module docstring)."""
     out = []
     for c in counterexamples:
-        cls = _cls(c, engine, config)
+        cls = _cls(c, engine, config, family)
         out.append(
             Classified(
                 engine,
@@ -365,7 +387,7 @@ def classify(
                 c.got,
                 cls,
                 documented(engine, config, cls, family)
-                if cls not in ("recovery", "unjudged")
+                if cls not in ("recovery", "unjudged", "model")
                 else None,
                 hypothetical,
             )
@@ -401,7 +423,7 @@ def mark_ordering(found: list[Classified]) -> list[Classified]:
 
 
 def summary(found: Iterable[Classified]) -> dict[str, int]:
-    """Findings by label (``recovery`` and ``unjudged`` counted apart, hypothetical ones
+    """Findings by label (``recovery``, ``unjudged`` and ``model`` counted apart, hypothetical ones
     under ``hypothetical``)."""
     counts: dict[str, int] = {}
     for f in found:
