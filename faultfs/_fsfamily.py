@@ -594,11 +594,28 @@ class _Replay:
         n = len(self.meta)
         seen: dict[frozenset[int], None] = {}
         cut = 0
+        settled = sorted(self.settled)
+
+        def kept(persisted: frozenset[int]) -> frozenset[int]:
+            # posix: an operation its barrier settled persists whenever what it depends
+            # on does (fsync of a directory makes its entries durable; whether the
+            # directory itself survives is its own parent's business): lost only with a
+            # dependency, never alone
+            if not settled:
+                return persisted
+            out = set(persisted)
+            for q in settled:
+                if self.meta[q].deps <= out:
+                    out.add(q)
+            return frozenset(out)
+
         for forced, base in self.worlds:
             for c in range(n, base - 1, -1):  # most persisted first
-                seen.setdefault(forced | frozenset(range(c)), None)
+                seen.setdefault(kept(forced | frozenset(range(c))), None)
             if not self.family.journal:
-                pending = [q for q in range(n) if q not in forced and q >= base]
+                pending = [
+                    q for q in range(n) if q not in forced and q >= base and q not in self.settled
+                ]
                 p = len(pending)
                 bound = _bound(self.model, p)
                 everything = frozenset(range(n))
@@ -608,7 +625,7 @@ class _Replay:
                         for q in range(omitted[0], n):
                             if self.meta[q].deps & lost:
                                 lost.add(q)
-                        seen.setdefault((everything - lost) | forced, None)
+                        seen.setdefault(kept((everything - lost) | forced), None)
                 if bound < p:
                     cut += sum(math.comb(p, i) for i in range(bound + 1, p + 1))
         if self.worlds_cut:

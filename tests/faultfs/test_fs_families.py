@@ -367,3 +367,26 @@ def test_the_command_line_takes_a_family_by_name_and_all_is_the_families() -> No
         ValueError, match=r"known: process-crash, ext4, xfs, btrfs, posix, power-loss, "
     ):
         parse_models("zfs")
+
+
+def test_posix_keeps_a_synced_directorys_entries_whenever_the_directory_survives() -> None:
+    """A directory's fsync makes its entries durable; whether the directory itself
+    survives is its parent's fsync's business. A new ``d`` (its parent never synced) may
+    vanish with everything in it, but no posix state holds ``d`` without the entries its
+    fsync covered (LevelDB's and RocksDB's ``db/``: CURRENT naming a MANIFEST whose name
+    was fsynced cannot lose that name while CURRENT stays)."""
+
+    def script(fs: FileSystem) -> None:
+        fs.mkdir("/base/d")
+        write_bytes(fs, "/base/d/manifest", b"m")
+        fs.fsync("/base/d/manifest")
+        write_bytes(fs, "/base/d/current", b"c")
+        fs.fsync("/base/d/current")
+        fs.fsync_dir("/base/d")
+
+    states = final("posix", script)
+    holding = [s for s in states if "/base/d" in s.dirs or s.file("/base/d/current") is not None]
+    assert any("/base/d" not in s.dirs for s in states)  # the directory itself may go
+    assert holding
+    for s in holding:
+        assert s.file("/base/d/manifest") == b"m" and s.file("/base/d/current") == b"c"
