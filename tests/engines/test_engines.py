@@ -223,6 +223,18 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # creation window (google/leveldb #189) is closed. The A3s before db/CURRENT exists
     # (rocksdict's settings file alone) are not judged.
     ("rocksdb:wal", "ext4"): set(),
+    # Under posix (2026-12-07: 676 s beside a CI run, 7,104 distinct states, bounded): a
+    # new MANIFEST is created and synced, then CURRENT renamed to name it and only then the
+    # directory fsynced (DBImpl::NewDB, VersionSet::LogAndApply -> SetCurrentFile): a crash
+    # before that fsync may keep the rename and lose the MANIFEST's name (k=32 at the
+    # creation, k=45 at the open's new MANIFEST-000005), which posix's unordered directory
+    # operations allow and ext4's journal does not (no finding there). After the run the
+    # whole db/ may be lost (A2, k=75): RocksDB creates it and never fsyncs its parent.
+    ("rocksdb:wal", "posix"): {
+        ("A1", "atomicity", "bug", 32),
+        ("A1", "atomicity", "bug", 45),
+        ("A2", "durability", "bug", 75),
+    },
     # LevelDB (plyvel's), sync=True and sync=False: clean under a process crash (an
     # unsynced write is in the OS's cache, which a process crash does not lose).
     ("leveldb:sync", "process-crash"): set(),
@@ -265,7 +277,7 @@ INCOMPLETE_COUNT = {
     ("rocksdb:wal", "process-crash"),
     ("rocksdb:nowal", "process-crash"),
     ("rocksdb:wal", "ext4"),
-    ("leveldb:sync", "posix"),
+    ("rocksdb:wal", "posix"),
 }
 """Runs whose verdict names findings it did not judge (the classifier's ``unjudged``)."""
 
