@@ -15,7 +15,10 @@ trace's metadata order) persists as the set ``F ∪ R`` where ``F`` is what barr
   least the last commit a barrier caused;
 * ``posix``: ``R`` is any set closed under dependencies (an operation on a name keeps
   the operation that made the name; an rmdir keeps the removals of the directory's
-  entries): POSIX orders nothing it does not promise (ALICE's default model).
+  entries): POSIX orders nothing it does not promise (ALICE's default model). An
+  operation a barrier settled (a directory's entries after its fsync) is in ``R``
+  whenever what it depends on is: lost only with a dependency (a new directory whose
+  parent was never synced), never alone.
 
 What a barrier forces is the family's rule (:class:`FileSystemFamily`):
 ``fsync_commits`` (of a file whose inode is dirty), ``datasync_commits`` (``fdatasync``
