@@ -24,6 +24,7 @@ from ._options import (
     ProgressLine,
     Terminated,
     add_device_options,
+    add_sample_options,
     cap_jobs,
     device_models,
     glue_dash_values,
@@ -32,6 +33,7 @@ from ._options import (
     parse_shard,
     prepare_out,
     print_to_stdout,
+    sampled_models,
     stop_on_signals,
 )
 
@@ -220,6 +222,7 @@ def _parser() -> argparse.ArgumentParser:
         "leaves out is counted and reported",
     )
     add_device_options(ex)
+    add_sample_options(ex)
     ex.add_argument(
         "--require-exhaustive",
         action="store_true",
@@ -351,6 +354,8 @@ def _resolve(
                 ("--require-exhaustive", args.require_exhaustive or None),
                 ("--atomic-write", args.atomic_write),
                 ("--drive-ignores-flush", args.drive_ignores_flush or None),
+                ("--sample", args.sample),
+                ("--sample-seed", args.sample_seed),
             )
             if value is not None
         ]
@@ -370,6 +375,7 @@ def _resolve(
     args.model = "all" if every else ",".join(m.name for m in models)
     try:
         models = device_models(models, args.atomic_write, args.drive_ignores_flush)
+        models = sampled_models(models, args.sample, args.sample_seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     names = list(dict.fromkeys(args.scenario or SCENARIOS))  # repeated names count once
@@ -548,6 +554,8 @@ def _explore(args: argparse.Namespace, console: Console, err: Console) -> int:
             "reorder_bound": args.reorder_bound,
             "atomic_write": args.atomic_write,
             "drive_ignores_flush": args.drive_ignores_flush,
+            "sample": args.sample,
+            "sample_seed": args.sample_seed,
             "auto_jobs": args.jobs is None,  # 1 for a small run, all cores for a large one
         },
     )

@@ -7,6 +7,8 @@ the caller reports as a usage error (exit 2; pytest's ``UsageError`` in the plug
 * :func:`parse_models` — ``all`` or a comma-separated list of persistence models;
 * :func:`add_device_options`, :func:`device_models` — ``--atomic-write BYTES`` and
   ``--drive-ignores-flush`` (explore and verify);
+* :func:`add_sample_options`, :func:`sampled_models` — ``--sample RATE`` and
+  ``--sample-seed N`` (explore and verify);
 * :func:`parse_shard` — ``K/N`` with 1 ≤ K ≤ N;
 * :func:`usable_cores`, :func:`cap_jobs` — ``--jobs`` never above the usable cores;
 * :func:`glue_dash_values` — ``--shard -1/2`` reaches the option's own check;
@@ -37,6 +39,7 @@ __all__ = [
     "ProgressLine",
     "Terminated",
     "add_device_options",
+    "add_sample_options",
     "cap_jobs",
     "device_models",
     "discard_out",
@@ -46,6 +49,7 @@ __all__ = [
     "parse_shard",
     "prepare_out",
     "run_guarded",
+    "sampled_models",
     "stop_on_signals",
     "usable_cores",
 ]
@@ -228,6 +232,63 @@ def device_models(
         with_device(m, atomic_write=atomic_write, drive_ignores_flush=drive_ignores_flush)
         for m in models
     ]
+
+
+def parse_sample_rate(text: str) -> float:
+    """``--sample``'s value: a fraction in (0, 1] (``0.25``) or a percentage in (0, 100]
+    (``25%``). An argparse ``type=``: one-line ``ArgumentTypeError`` otherwise."""
+    import argparse
+    import math
+
+    raw = text.strip()
+    percent = raw.endswith("%")
+    number = raw[:-1].strip() if percent else raw
+    try:
+        value = float(number) if number.isascii() else math.nan
+    except ValueError:
+        value = math.nan
+    if percent:
+        value /= 100
+    if not (math.isfinite(value) and 0.0 < value <= 1.0):
+        raise argparse.ArgumentTypeError(
+            f"--sample takes a fraction in (0, 1] or a percentage in (0, 100], not {text!r}"
+        )
+    return value
+
+
+def add_sample_options(parser: argparse.ArgumentParser) -> None:
+    """``--sample RATE`` and ``--sample-seed N`` (issue 24), on ``explore`` and ``verify``."""
+    parser.add_argument(
+        "--sample",
+        type=parse_sample_rate,
+        metavar="RATE",
+        help="judge only this fraction of the distinct crash states (0.25 or 25%%), chosen "
+        "by --sample-seed; the rest are counted as not examined, and the run is never "
+        "exhaustive (--require-exhaustive exits 1)",
+    )
+    parser.add_argument(
+        "--sample-seed",
+        type=int_option("--sample-seed", 0),
+        default=None,
+        metavar="N",
+        help="the seed choosing --sample's crash states (default 0): the report states it; "
+        "the same seed judges the same states",
+    )
+
+
+def sampled_models(
+    models: Sequence[PersistenceModel], rate: float | None, seed: int | None
+) -> list[PersistenceModel]:
+    """``models`` each judging the fraction ``rate`` of its distinct crash states chosen by
+    ``seed`` (:func:`crashpoint.faultfs.with_sample`); unchanged for None. Raises
+    ValueError (one line) for a seed given without ``--sample``."""
+    from .faultfs import with_sample
+
+    if rate is None:
+        if seed is not None:
+            raise ValueError("--sample-seed chooses --sample's crash states: add --sample RATE")
+        return list(models)
+    return [with_sample(m, rate, seed or 0) for m in models]
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -18,7 +18,14 @@ from typing import Any
 from rich.console import Console
 
 from ._concurrent_cli import add_concurrent_options, run_concurrent, wants_concurrent
-from ._options import KindChoices, add_device_options, int_option, prepare_out, print_to_stdout
+from ._options import (
+    KindChoices,
+    add_device_options,
+    add_sample_options,
+    int_option,
+    prepare_out,
+    print_to_stdout,
+)
 
 __all__ = ["add_verify_parser", "run_verify"]
 
@@ -117,6 +124,7 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "the four families)",
     )
     add_device_options(p)
+    add_sample_options(p)
     p.add_argument("--faults", action="store_true", help="arm every fault at every operation")
     p.add_argument(
         "--fault-crash-points",
@@ -300,7 +308,13 @@ def _run(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _verify(
     args: argparse.Namespace, console: Console, err: Console, caught: list[dict[str, str]]
 ) -> int:
-    from ._options import device_models, parse_models, thread_line, thread_report
+    from ._options import (
+        device_models,
+        parse_models,
+        sampled_models,
+        thread_line,
+        thread_report,
+    )
     from .faultfs import canonical
     from .reports import build_verify_report
     from .scenarios.jobs.verify import verify
@@ -320,6 +334,7 @@ def _verify(
         args.model = ",".join(m.name for m in models)
     try:
         models = device_models(models, args.atomic_write, args.drive_ignores_flush)
+        models = sampled_models(models, args.sample, args.sample_seed)
     except ValueError as exc:
         raise VerifyUsageError(str(exc)) from None
     fault = None

@@ -33,6 +33,7 @@ from ._models import (
     parse_models,
     register_family,
     with_device,
+    with_sample,
 )
 from ._protocol import FileSystem, SymlinkFileSystem, makedirs, write_bytes
 from ._recording import Fault, FaultKind, RecordingFileSystem, SimulatedCrash
@@ -111,5 +112,6 @@ __all__ = [
     "symlink_content",
     "symlink_target",
     "with_device",
+    "with_sample",
     "write_bytes",
 ]

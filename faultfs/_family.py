@@ -14,6 +14,7 @@ them; nothing here imports a family, so no family imports the registry.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -30,6 +31,7 @@ __all__ = [
     "effective",
     "new_crash_point",
     "with_device",
+    "with_sample",
 ]
 
 
@@ -71,6 +73,15 @@ class PersistenceModel:
             (``--drive-ignores-flush``): no ``fsync``, ``fdatasync`` or directory fsync
             forces anything (SQLite's crash VFS; macOS ``fsync`` without
             ``F_FULLFSYNC``).
+        sample: the fraction of the distinct crash states the engine examines
+            (``--sample RATE``, 0 < RATE <= 1; 1: every one). A state is examined when
+            a keyed hash of its digest and ``sample_seed`` falls below the rate
+            (:meth:`examines`): the same state gets the same answer at every crash point,
+            in every model and faulted run, so one image is still loaded once. The
+            states left out are counted (``not_examined``), never silently: a sampled
+            run is never exhaustive (issue 24).
+        sample_seed: the seed of the sample (``--sample-seed N``): the report states it,
+            and the same seed examines the same states.
 
     A state reachable only through ``atomic_write`` below the block or
     ``drive_ignores_flush`` is *hypothetical* (FAULT-MODEL.md §3): the engine judges it,
@@ -89,6 +100,21 @@ class PersistenceModel:
     family: str = "process-crash"
     atomic_write: int = 4096
     drive_ignores_flush: bool = False
+    sample: float = 1.0
+    sample_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.sample <= 1.0:
+            raise ValueError(f"model {self.name!r}: a sample rate is in (0, 1], not {self.sample}")
+
+    def examines(self, digest: str) -> bool:
+        """Whether the crash state of ``digest`` (its hex identity) is in this model's
+        sample (always, without one): the first 8 bytes of BLAKE2b over the seed and the
+        digest, read as a fraction of 2**64, below :attr:`sample`."""
+        if self.sample >= 1.0:
+            return True
+        key = hashlib.blake2b(f"{self.sample_seed}:{digest}".encode(), digest_size=8).digest()
+        return int.from_bytes(key, "big") < self.sample * 2**64
 
     @property
     def hypothetical(self) -> bool:
@@ -97,13 +123,16 @@ class PersistenceModel:
         :func:`device_default` are hypothetical (FAULT-MODEL.md §3)."""
         return self.atomic_write < self.block_size or self.drive_ignores_flush
 
-    def options(self) -> dict[str, int | None]:
+    def options(self) -> dict[str, float | None]:
         """The parameters a verdict under this model assumed, as a report names them
         (issue 20: "the verdict names what it assumed"): ``block_size`` (bytes),
         ``max_states``, and the bound its family uses (``writeback_bound`` for a
         file-system family, ``reorder_bound`` where metadata reorders,
         ``max_partial_writes`` for ``process-crash``)."""
-        out: dict[str, int | None] = {"block_size": self.block_size, "max_states": self.max_states}
+        out: dict[str, float | None] = {
+            "block_size": self.block_size,
+            "max_states": self.max_states,
+        }
         if self.family == "process-crash":
             out["max_partial_writes"] = self.max_partial_writes
         else:
@@ -113,6 +142,9 @@ class PersistenceModel:
         if self.family != "process-crash":  # the device matters only when power is lost
             out["atomic_write"] = self.atomic_write
             out["drive_ignores_flush"] = self.drive_ignores_flush
+        if self.sample < 1.0:  # named only when sampling: a full run's options unchanged
+            out["sample"] = self.sample
+            out["sample_seed"] = self.sample_seed
         return out
 
 
@@ -152,6 +184,15 @@ def with_device(
     if atomic_write == model.atomic_write and drive_ignores_flush == model.drive_ignores_flush:
         return model
     return replace(model, atomic_write=atomic_write, drive_ignores_flush=drive_ignores_flush)
+
+
+def with_sample(model: PersistenceModel, rate: float | None, seed: int = 0) -> PersistenceModel:
+    """``model`` examining the fraction ``rate`` of its distinct crash states, chosen by
+    ``seed`` (``--sample RATE --sample-seed N``; :attr:`PersistenceModel.sample`);
+    ``model`` itself for None. Raises ValueError for a rate outside (0, 1]."""
+    if rate is None:
+        return model
+    return replace(model, sample=rate, sample_seed=seed)
 
 
 REORDER_COMBINATIONS = 2**16

@@ -35,6 +35,7 @@ from ._family import (
     effective,
     new_crash_point,
     with_device,
+    with_sample,
 )
 from ._fsfamily import FS_FAMILIES
 from ._image import CrashState
@@ -66,6 +67,7 @@ __all__ = [
     "parse_models",
     "register_family",
     "with_device",
+    "with_sample",
 ]
 
 

@@ -10,7 +10,8 @@ Shape (keys are a contract; acceptance checks read them)::
       "target": "reference",
       "scenarios": [
         {"name", "model", "family", "target", "operations", "crash_points", "raw_states",
-         "distinct_states", "cut", "exhaustive", "invariants", "faults",
+         "distinct_states", "cut", "not_examined", "sample", "exhaustive", "invariants",
+         "faults",
          "violation_count", "violations_listed", "killed_by",
          "hypothetical_count", "hypothetical": [violation],  # issue 20: apart, see below
          "renamed": [{"from", "to"}],      # issue 22: fresh names of faulted re-runs
@@ -20,9 +21,11 @@ Shape (keys are a contract; acceptance checks read them)::
             "crash_state": {file: rendering}, "state_digest",
             "expected", "load_returned", "replay"}]}],
       "totals": {"scenarios", "crash_points", "raw_states", "distinct_states",
-                 "cut", "violations", "hypothetical"},
+                 "cut", "not_examined", "violations", "hypothetical"},
       "exhaustive": false when a bound left combinations out ("cut" counts them:
-                    an upper bound on the distinct crash states not explored),
+                    an upper bound on the distinct crash states not explored) or a
+                    sample left distinct states out ("not_examined" counts them, exactly;
+                    "sample": {"rate", "seed"} per scenario, null unsampled: issue 24),
       "counterexample": <the most severe, then minimal, violation overall, or null>,
       "renamed": [{"from", "to"}]          # every scenario's, once each
     }
@@ -142,6 +145,8 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
         "raw_states": r.raw_states,
         "distinct_states": r.distinct_states,
         "cut": r.cut,
+        "not_examined": r.not_examined,
+        "sample": _sample(r),
         "exhaustive": r.exhaustive,
         "invariants": list(r.invariants),
         "faults": r.faults,
@@ -155,6 +160,14 @@ def _scenario_dict(r: EngineResult) -> dict[str, Any]:
         ],
         "renamed": [dict(pair) for pair in r.renamed],
     }
+
+
+def _sample(r: EngineResult) -> dict[str, Any] | None:
+    """``{"rate", "seed"}`` of a sampled scenario's model (``--sample``), else None."""
+    rate = r.options.get("sample")
+    if rate is None:
+        return None
+    return {"rate": rate, "seed": r.options.get("sample_seed", 0)}
 
 
 def _with_broken(
@@ -200,6 +213,7 @@ def build_report(
             "raw_states": sum(r.raw_states for r in results),
             "distinct_states": sum(r.distinct_states for r in results),
             "cut": sum(r.cut for r in results),
+            "not_examined": sum(r.not_examined for r in results),
             "violations": sum(len(r.counterexamples) for r in results),
             "hypothetical": sum(len(r.hypothetical) for r in results),
         },

@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._publish import write_text
-from ._terminal import bounds_line, hypothetical_line, model_line
+from ._terminal import (
+    bounds_line,
+    hypothetical_line,
+    model_line,
+    not_examined_suffix,
+    sample_line,
+)
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -141,6 +147,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             "crash states left out: not every crash state of these workloads was explored).",
             "",
         ]
+    sampled = sample_line(report)
+    if sampled is not None:
+        out += [sampled + ".", ""]
     out += [
         "| scenario | model | operations | crash points | distinct states | invariants "
         "| violations |",
@@ -150,7 +159,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         killed = f" ({', '.join(s['killed_by'])})" if s["killed_by"] else ""
         if s["violations_listed"] < s["violation_count"]:
             killed += f", {s['violations_listed']} listed"
-        bound = "" if s["exhaustive"] else f" (+{s['cut']} cut)"
+        bound = not_examined_suffix(s)
         mode = f" + {s['faults']} faults" if s.get("faults") else ""
         out.append(
             f"| {s['name']} | {s['model']}{mode} | {s['operations']} | {s['crash_points']} | "

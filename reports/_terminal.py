@@ -10,7 +10,44 @@ from rich.table import Table
 
 from ..scenarios.engine.explore import got_label
 
-__all__ = ["bounds_line", "hypothetical_line", "model_line", "print_summary", "print_zoo"]
+__all__ = [
+    "bounds_line",
+    "hypothetical_line",
+    "model_line",
+    "not_examined_suffix",
+    "print_summary",
+    "print_zoo",
+    "sample_line",
+]
+
+
+def sample_line(report: Mapping[str, Any]) -> str | None:
+    """What a sampled run (``--sample``) left out, with its rate and seed: ``sampled:
+    N distinct crash states not examined (rate R, seed S)``; None when nothing was
+    sampled out (issue 24: a sampling mode with a stated seed and a count of what was not
+    examined)."""
+    n = report.get("totals", {}).get("not_examined", 0)
+    if not n:
+        return None
+    given = sorted(
+        {(s["sample"]["rate"], s["sample"]["seed"]) for s in report["scenarios"] if s.get("sample")}
+    )
+    how = "; ".join(f"rate {rate:g}, seed {seed}" for rate, seed in given)
+    return (
+        f"sampled: {n:,} distinct crash states not examined ({how}): not every crash state "
+        "of these workloads was judged"
+    )
+
+
+def not_examined_suffix(s: Mapping[str, Any]) -> str:
+    """A scenario's states column's tail: `` (+N cut)`` for a bound, `` (+N not
+    examined)`` for a sample, both, or nothing for an exhaustive scenario."""
+    tail = ""
+    if s.get("cut"):
+        tail += f" (+{s['cut']} cut)"
+    if s.get("not_examined"):
+        tail += f" (+{s['not_examined']} not examined)"
+    return tail
 
 
 def bounds_line(report: Mapping[str, Any]) -> str | None:
@@ -35,10 +72,20 @@ def bounds_line(report: Mapping[str, Any]) -> str | None:
                 f"{b.get('value_bytes', 0):,} bytes"
             )
     cut = report.get("totals", {}).get("cut", 0)
+    unsampled = report.get("totals", {}).get("not_examined", 0)
     covered = (
         "every crash state of these workloads was explored under the models named"
-        if not cut
-        else f"not every crash state of these workloads was explored ({cut} combinations cut)"
+        if not cut and not unsampled
+        else "not every crash state of these workloads was explored ("
+        + ", ".join(
+            part
+            for part in (
+                f"{cut} combinations cut" if cut else "",
+                f"{unsampled} distinct states sampled out" if unsampled else "",
+            )
+            if part
+        )
+        + ")"
     )
     skipped = report.get("fault_points_not_examined", 0)
     if skipped:
@@ -88,7 +135,7 @@ def print_summary(
     for s in report["scenarios"]:
         v = s["violation_count"]
         shown = f"[bold red]{v} ({', '.join(s['killed_by'])})[/]" if v else "0"
-        states = str(s["distinct_states"]) + ("" if s["exhaustive"] else f" (+{s['cut']} cut)")
+        states = str(s["distinct_states"]) + not_examined_suffix(s)
         model = s["model"] + (f" + {s['faults']} faults" if s.get("faults") else "")
         table.add_row(s["name"], model, str(s["operations"]), str(s["crash_points"]), states, shown)
     t = report["totals"]
@@ -122,6 +169,9 @@ def print_summary(
             highlight=False,
             soft_wrap=True,
         )
+    sampled = sample_line(report)
+    if sampled is not None:
+        console.print(f"[yellow]{sampled}[/]", highlight=False, soft_wrap=True)
     ce = report.get("counterexample")
     if ce and counterexample and report.get("incomplete"):
         from rich.markup import escape

@@ -114,6 +114,7 @@ PUBLIC: dict[str, set[str]] = {
         "symlink_content",
         "symlink_target",
         "with_device",
+        "with_sample",
         "write_bytes",
     },
     "crashpoint.scenarios": {

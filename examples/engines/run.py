@@ -2,7 +2,7 @@
 classify its findings (issue 24)::
 
     python examples/engines/run.py sqlite:wal --model process-crash,ext4,posix \
-        --workload first-save [--json] [--runner strace|exec]
+        --workload first-save [--json] [--runner strace|exec] [--sample RATE --sample-seed N]
 
 The engine runs as a Python target of ``--runner strace`` (``targets.py``, a fork server)
 or through ``drive.py``'s commands (``exec``); the engine module's ``RUNNER`` chooses when
@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 import classify  # noqa: E402
 import drive  # noqa: E402
 import targets  # noqa: E402
-from crashpoint.faultfs import parse_models  # noqa: E402
+from crashpoint.faultfs import parse_models, with_sample  # noqa: E402
 from crashpoint.scenarios.jobs.exec import driver_commands, verify_exec  # noqa: E402
 
 RUNNERS = ("strace", "exec")
@@ -47,7 +47,9 @@ class EngineRun:
     Attributes: engine, config, version (the engine's), families, workloads; seconds
     (wall), processes (commands run), distinct (distinct crash states judged), crash_points,
     cut (crash-state combinations the model's bounds left out: an upper bound on what was
-    not examined; 0 is exhaustive for the model and workload), incomplete
+    not examined; 0 is exhaustive for the model and workload), not_examined (distinct crash
+    states ``--sample`` left out, exactly counted) and sample (``[rate, seed]`` or None),
+    incomplete
     (calls the replay could not model, named: the verdict is then incomplete), volatile
     (model paths of the files the engine declares volatile that the run mapped shared and
     writable: garbage in every crash state, ``--volatile``), found (every finding
@@ -63,6 +65,8 @@ class EngineRun:
     distinct: int = 0
     crash_points: int = 0
     cut: int = 0
+    not_examined: int = 0
+    sample: list[float] | None = None
     incomplete: list[str] = field(default_factory=list)
     volatile: list[str] = field(default_factory=list)
     found: list[classify.Classified] = field(default_factory=list)
@@ -85,6 +89,8 @@ def run(
     jobs: int = 2,
     seed: int = 0,
     runner: str | None = None,
+    sample: float | None = None,
+    sample_seed: int = 0,
 ) -> EngineRun:
     """Verify ``spec`` (``ENGINE[:CONFIG]``) through ``runner`` (:data:`RUNNERS`; None: the
     engine module's ``RUNNER``, else ``strace``). Raises
@@ -102,7 +108,7 @@ def run(
         save, load = f"{cmd} save {{dir}} {{value}}", f"{cmd} load {{dir}}"
     else:
         raise ValueError(f"runner {runner!r}: one of {', '.join(RUNNERS)}")
-    models = parse_models(families)
+    models = [with_sample(m, sample, sample_seed) for m in parse_models(families)]
     t0 = time.monotonic()
     result, facts = verify_exec(
         save,
@@ -122,6 +128,8 @@ def run(
     out.distinct = sum(r.distinct_states for r in result.results)
     out.crash_points = sum(r.crash_points for r in result.results)
     out.cut = sum(r.cut for r in result.results)
+    out.not_examined = sum(r.not_examined for r in result.results)
+    out.sample = None if sample is None else [sample, sample_seed]
     out.incomplete = list(dict.fromkeys(u for r in result.results for u in r.unsupported))
     out.found = classify.classify_result(mod.NAME, config, result)
     unjudged = sum(f.cls == "unjudged" for f in out.found)
@@ -155,10 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--json", action="store_true")
     p.add_argument("--runner", choices=RUNNERS, default=None)
+    p.add_argument("--sample", type=float, default=None, metavar="RATE")
+    p.add_argument("--sample-seed", type=int, default=0, metavar="N")
     a = p.parse_args(argv)
     try:
-        r = run(a.spec, a.model, a.workload or ["first-save"], jobs=a.jobs, runner=a.runner)
-    except (KeyError, ModuleNotFoundError) as exc:
+        r = run(
+            a.spec,
+            a.model,
+            a.workload or ["first-save"],
+            jobs=a.jobs,
+            runner=a.runner,
+            sample=a.sample,
+            sample_seed=a.sample_seed,
+        )
+    except (KeyError, ModuleNotFoundError, ValueError) as exc:
         print(f"run.py: {exc}", file=sys.stderr)
         return 2
     if a.json:
@@ -175,9 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r.engine} {r.version} {r.config}: {classify.summary(r.found)}; {r.seconds:.0f} s, "
             f"{r.processes} processes, {r.distinct} distinct states, {r.cut} cut by the bounds"
+            + (
+                f", {r.not_examined} not examined (sample {r.sample[0]:g}, seed {r.sample[1]})"
+                if r.sample
+                else ""
+            )
             + (f"; INCOMPLETE: {r.incomplete}" if r.incomplete else "")
         )
-    return 1 if r.bugs or r.incomplete else 0
+    return 1 if r.bugs or r.incomplete or (r.sample and not r.distinct) else 0
 
 
 if __name__ == "__main__":

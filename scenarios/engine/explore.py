@@ -405,6 +405,9 @@ class EngineResult:
             that the fault window left out (past the recovery path and the next save,
             before the end; ``fault_window=None`` judges them): counted, never
             examined (issue 22).
+        unsampled: digests of the distinct crash states the model's sample left out
+            (:attr:`~crashpoint.faultfs.PersistenceModel.sample`, ``--sample``): derived,
+            never loaded nor judged; :attr:`not_examined` counts them (issue 24).
     """
 
     workload: str
@@ -428,10 +431,11 @@ class EngineResult:
     owned_points: int = field(default=0, repr=False)
     owned_cut: int = field(default=0, repr=False)
     family: str = ""
-    options: dict[str, int | None] = field(default_factory=dict, repr=False)
+    options: dict[str, float | None] = field(default_factory=dict, repr=False)
     hypothetical: list[Counterexample] = field(default_factory=list)
     renamed: list[dict[str, str]] = field(default_factory=list)
     fault_points_skipped: int = 0
+    unsampled: set[str] = field(default_factory=set, repr=False)
 
     def sort(self) -> None:
         """Order the findings: :func:`counterexample_order` with this kind's tiebreak."""
@@ -456,10 +460,15 @@ class EngineResult:
         return not self.counterexamples and not self.unsupported
 
     @property
+    def not_examined(self) -> int:
+        """Distinct crash states derived but left out by the model's sample (0 unsampled)."""
+        return len(self.unsampled)
+
+    @property
     def exhaustive(self) -> bool:
-        """Whether every crash state of the model was explored (``cut == 0``); a
-        bounded run is never called exhaustive."""
-        return self.cut == 0
+        """Whether every crash state of the model was explored (``cut == 0`` and no state
+        sampled out); a bounded or sampled run is never called exhaustive."""
+        return self.cut == 0 and not self.unsampled
 
     def killed_by(self) -> list[str]:
         """The distinct invariant ids found, most severe class first, in registration
@@ -478,6 +487,7 @@ class EngineResult:
         self.faults += other.faults
         self.fault_points_skipped += other.fault_points_skipped
         self.state_ids |= other.state_ids
+        self.unsampled |= other.unsampled
         self.invariants = tuple(dict.fromkeys(self.invariants + other.invariants))
         self.counterexamples = [*self.counterexamples, *other.counterexamples]
         self.warnings = [*self.warnings, *other.warnings]
@@ -935,6 +945,8 @@ class _Judge(Generic[W, Obs]):
                     (describe(state, run, finding.subject or kind.subject), finding)
                 )
         traced = set(by_state)  # judged on the state after k operations: never hypothetical
+        examines = None if self.model.sample >= 1.0 else self.model.examines
+        unsampled = result.unsampled
         for k, states in judged_crash_states(
             self.model,
             run.initial,
@@ -949,6 +961,9 @@ class _Judge(Generic[W, Obs]):
             result.raw_states += len(states)
             for state in states:
                 digest = digest_of(state)
+                if examines is not None and not examines(digest):
+                    unsampled.add(digest)  # counted, never loaded (--sample)
+                    continue
                 state_ids.add(digest)
                 if faulted:
                     seen = (digest, _signature(run, k))

@@ -1429,8 +1429,9 @@ class ExecDocumentKind(DocumentKind):
                 if only is not None and point.index not in only:
                     continue
                 for s in point.states:
-                    if s.digest() not in self.observed:
-                        todo[s] = None
+                    digest = s.digest()
+                    if digest not in self.observed and model.examines(digest):
+                        todo[s] = None  # a state --sample leaves out is never loaded
         self.prefetch(list(todo))
         return run
 
@@ -2715,6 +2716,8 @@ def _prefetch(
         for m in models:
             for point in crash_points(m, rec.initial, rec.ops, points=points):
                 for s in point.states:
+                    if not m.examines(s.digest()):
+                        continue  # left out by --sample: never loaded
                     wanted.setdefault(s, []).extend(bodies)
                     sessions.setdefault(s, []).extend(rec.sessions)
 

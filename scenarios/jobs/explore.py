@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core._codec import decode_memo
-from ...faultfs import get_model, with_device
+from ...faultfs import get_model, with_device, with_sample
 from ..engine.explore import EngineResult, fault_spec
 from ..engine.faults import fault_plan, parse_fault
 from ..engine.pool import worker_pool
@@ -63,6 +63,8 @@ class Task:
         atomic_write, drive_ignores_flush: the device options of the models
             (``--atomic-write``, ``--drive-ignores-flush``; None and False: the default
             device).
+        sample, sample_seed: the models' sample (``--sample``, ``--sample-seed``; None:
+            every crash state).
     """
 
     scenario: str
@@ -75,6 +77,8 @@ class Task:
     models: tuple[str, ...] = ()
     atomic_write: int | None = None
     drive_ignores_flush: bool = False
+    sample: float | None = None
+    sample_seed: int = 0
 
     @property
     def group(self) -> tuple[str, str, bool]:
@@ -99,6 +103,8 @@ def plan_tasks(
     reorder_bound: int | None = None,
     atomic_write: int | None = None,
     drive_ignores_flush: bool = False,
+    sample: float | None = None,
+    sample_seed: int = 0,
 ) -> list[Task]:
     """The tasks of an exploration, in report order (per model, per scenario). The
     fault slices of a scenario come once, at the first model, and carry every model
@@ -134,6 +140,8 @@ def plan_tasks(
     if atomic_write is not None or drive_ignores_flush:
         device = {"atomic_write": atomic_write, "drive_ignores_flush": drive_ignores_flush}
         tasks = [dataclasses.replace(t, **device) for t in tasks]  # type: ignore[arg-type]
+    if sample is not None:
+        tasks = [dataclasses.replace(t, sample=sample, sample_seed=sample_seed) for t in tasks]
     return tasks
 
 
@@ -146,6 +154,8 @@ def explore_run_id(
     only_fault: str | None = None,
     crash_point: int | None = None,
     reorder_bound: int | None = None,
+    sample: float | None = None,
+    sample_seed: int = 0,
 ) -> str:
     """The run id of an exploration (:func:`~.plan.run_id`; :func:`plan_tasks`'s
     arguments without the shard): its shards and the run unsharded share it."""
@@ -159,6 +169,7 @@ def explore_run_id(
             "fault": only_fault,
             "crash_point": crash_point,
             "reorder_bound": reorder_bound,
+            **({"sample": [sample, sample_seed]} if sample is not None else {}),
         }
     )
 
@@ -178,6 +189,8 @@ def run_task(task: Task) -> list[EngineResult]:
             )
             for m in models
         ]
+    if task.sample is not None:
+        models = [with_sample(m, task.sample, task.sample_seed) for m in models]
     target = get_target(task.target)
     if task.faults is None:
         return [
@@ -273,13 +286,21 @@ KIND = "agent"
 """The kind ``crashpoint explore`` and the zoo run: the embedded catalogue's targets."""
 
 EXPLORE_OPTIONS = frozenset(
-    {"reorder_bound", "atomic_write", "drive_ignores_flush", "auto_jobs", "crashes"}
+    {
+        "reorder_bound",
+        "atomic_write",
+        "drive_ignores_flush",
+        "auto_jobs",
+        "crashes",
+        "sample",
+        "sample_seed",
+    }
 )
 """The ``agent`` kind's plan options: ``--reorder-bound``, ``--atomic-write``,
-``--drive-ignores-flush`` as given (None/False: not given; the plan's models are the
-named ones, the tasks rebuild them in each worker), ``auto_jobs`` (``--jobs`` not
-given: :func:`auto_jobs` decides, up to ``Plan.jobs``) and ``crashes`` (False: only the
-faulted re-runs, as the zoo's fault column)."""
+``--drive-ignores-flush``, ``--sample`` and ``--sample-seed`` as given (None/False: not
+given; the plan's models are the named ones, the tasks rebuild them in each worker),
+``auto_jobs`` (``--jobs`` not given: :func:`auto_jobs` decides, up to ``Plan.jobs``) and
+``crashes`` (False: only the faulted re-runs, as the zoo's fault column)."""
 
 
 def run_explore(
@@ -311,6 +332,8 @@ def run_explore(
         reorder_bound=options.get("reorder_bound"),
         atomic_write=options.get("atomic_write"),
         drive_ignores_flush=bool(options.get("drive_ignores_flush")),
+        sample=options.get("sample"),
+        sample_seed=int(options.get("sample_seed") or 0),
     )
     jobs = auto_jobs(tasks, plan.jobs) if options.get("auto_jobs") else plan.jobs
     result = VerifyResult(plan.target, KIND, "catalogue", models, seed=plan.seed)
@@ -328,6 +351,8 @@ def plan_run_id(plan: Plan) -> str:
         only_fault=fault_spec(plan.fault) if plan.fault is not None else None,
         crash_point=plan.crash_point,
         reorder_bound=plan.options.get("reorder_bound"),
+        sample=plan.options.get("sample"),
+        sample_seed=int(plan.options.get("sample_seed") or 0),
     )
 
 

@@ -81,10 +81,15 @@ class VerifyResult:
     @property
     def examined_nothing(self) -> bool:
         """No crash point of any run was examined (no workload, no model, a crash point
-        or fault no run has, an empty shard), or no invariant was judged: nothing was
-        verified."""
-        return not any(r.crash_points for r in self.results) or not any(
-            r.invariants for r in self.results
+        or fault no run has, an empty shard), no invariant was judged, or the sample
+        left out every crash state: nothing was verified."""
+        return (
+            not any(r.crash_points for r in self.results)
+            or not any(r.invariants for r in self.results)
+            or (  # a sample that left out every state it met (--sample)
+                any(r.unsampled for r in self.results)
+                and not any(r.state_ids for r in self.results)
+            )
         )
 
     @property
