@@ -24,10 +24,12 @@ CONFIGS: dict[str, None] = {"filestorage": None}
 DEFAULT = "filestorage"
 RUNNER = "exec"
 """``run.py``'s runner for ZODB: ``drive.py``'s commands. Under the fork server
-(``--runner strace``) its process-crash run (6.8 s against 42 s) shows three A3, unjudged, at
-k = 2-4 (the lock file and an empty Data.fs), which the one-shot loads' fuller traces
-(``LIGHT_SYSCALLS``: the paths a load stats) judge clean; until the fork server's loads are
-traced as fully, the fuller verdict wins over the speed."""
+(``--runner strace``) its process-crash run (3 s against 13 s) shows three A3, unjudged, at
+k = 2-4: ``Data.fs.lock`` holds the saving process's pid, which differs from one forked
+child to the next, so the constant-files probe (issue 22) does not see it as constant and
+its bytes read as a generation on disk; a one-shot process in its own PID namespace writes
+the same pid every time. Until forked children get pids as stable, the fuller verdict wins
+over the speed (docs/decisions.md, 2026-12-07)."""
 
 
 def version() -> str:

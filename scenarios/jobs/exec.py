@@ -76,8 +76,10 @@ from ...faultfs import (
 from ...faultfs._fresh import tempfile_probe
 from ...faultfs._strace import (
     IGNORED_RULE,
+    INPUT_SYSCALLS,
     LIGHT_SYSCALLS,
     OPEN_SYSCALLS,
+    TRACED_SYSCALLS,
     Source,
     StraceReplay,
     Syscall,
@@ -962,7 +964,9 @@ class ExecRunner(Runner):
             forked = self._forked(argv, stdin, label, light)
             if forked is not None:
                 proc, calls = forked
-                return self._replayed(proc, replay, calls, real_root, forked=True)
+                done = self._replayed(proc, replay, calls, real_root, forked=True)
+                done.inputs = light  # the server traces every path a child looked at
+                return done
         with self._lock:
             self.processes += 1
             kind = "traced" if traced else "plain"
@@ -1041,8 +1045,9 @@ class ExecRunner(Runner):
         self, argv: list[str], stdin: bytes | None, label: str, light: bool
     ) -> tuple[subprocess.CompletedProcess[bytes], list[Syscall]] | None:
         """``argv`` (a driver command line) run by a fork server: the child's exit
-        status, output and calls (``light``: its opens only, as ``-e trace=`` would
-        have kept); None when there is no server for it (run it one-shot)."""
+        status, output and calls (``light``: its opens and the paths it looked at, as
+        ``-e trace=`` :data:`LIGHT_SYSCALLS` would have kept: the server traces
+        :data:`SERVER_SYSCALLS`); None when there is no server for it (run it one-shot)."""
         pool = self.server
         head = [sys.executable, "-B", DRIVER]
         if pool is None or _ONE_SHOT.get() or argv[:3] != head or len(argv) < 4:
@@ -1069,10 +1074,19 @@ class ExecRunner(Runner):
                 if p not in self.ignored:
                     self.ignored.append(p)
         if light:
-            keep = set(OPEN_SYSCALLS.split(",")) | {"fork-of"}
-            calls = [c for c in calls if c.name in keep]
+            calls = [c for c in calls if c.name in _LIGHT_KEPT]
         return proc, calls
 
+
+SERVER_SYSCALLS = TRACED_SYSCALLS + "," + INPUT_SYSCALLS
+"""What a fork server's strace traces: what a one-shot process is traced for and the calls
+by which a program looks at a path (:data:`~crashpoint.faultfs._strace.INPUT_SYSCALLS`), so
+a forked load's inputs are known as a one-shot light load's are (its loads can answer a
+later state's, and ZODB's lock file stat is seen); the server's own start-up is traced
+once, and a forked child has its imports done."""
+
+_LIGHT_KEPT = frozenset((*LIGHT_SYSCALLS.split(","), "fork-of"))
+"""The calls of a forked read-only load kept (what ``-e trace=LIGHT_SYSCALLS`` keeps)."""
 
 PROBE_NOTE = " (tempfile's writability probe: not the target's data)"
 """How an ignored ``tempfile`` probe is listed (issue 22)."""
@@ -1572,7 +1586,8 @@ class ExecDocumentKind(DocumentKind):
 
     def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:
         """Load every state of ``chunk`` in one driver process (``load-batch``), each from
-        a real directory of its own, traced for its opens only: what each load read (A5)
+        a real directory of its own, traced for its opens (and, forked, the paths it looked
+        at): what each load read (A5)
         is the opens under its directory. A state the batch's load overwrote
         (:func:`_overwrote`: files it only created do not count), or any state when the
         reply is not one result per state, gives None: it is loaded on its own
@@ -2007,7 +2022,7 @@ class DriverServer:
 
     def _start(self, theirs: socket.socket) -> None:
         argv = [sys.executable, "-B", DRIVER, "serve", self.target, str(theirs.fileno())]
-        full = strace_argv(argv, self.log, exits=True)
+        full = strace_argv(argv, self.log, exits=True, trace=SERVER_SYSCALLS)
         if pid_namespace():
             wrap = [*_UNSHARE[:-1], "--mount-proc", "--"] if own_proc() else list(_UNSHARE)
             full = [*wrap, *full]

@@ -137,9 +137,20 @@ MODEL: dict[str, Verdict] = {
     "leveldb:sync": Verdict(
         frozenset({"atomicity"}), _NONE, "run.py leveldb:sync --model ext4, k=9-22"
     ),
+    # test_engines.py EXPECTED[("hg", "ext4")]: Mercurial 7.2.4 calls no fsync. A1
+    # atomicity (no documented line) from hg init's dummy changelog on (k = 6-108: a file
+    # whose name the journal committed before its delayed data, `hg verify` failing), and
+    # after the run, A2 durability too (the commit lost whole). Its saves run `hg init` and
+    # `hg commit` as child processes: a mid-save cut is taken before one of the driver's own
+    # calls (the records' writes, save 1's unlinks), hg init's files already written.
+    "hg:default": Verdict(
+        frozenset({"atomicity"}),
+        frozenset({"atomicity", "durability"}),
+        "test_engines EXPECTED, k=6-108",
+    ),
 }
 
-NEEDS = {"lmdb": "lmdb", "leveldb": "plyvel"}
+NEEDS = {"lmdb": "lmdb", "leveldb": "plyvel", "hg": "mercurial"}
 
 
 def values(spec: str) -> list[object]:
@@ -454,7 +465,7 @@ def test_the_model_table_matches_the_pinned_findings() -> None:
 
     pinned = {**test_engines.EXPECTED, **test_engines_ci.EXPECTED}
     for spec, verdict in MODEL.items():
-        pins = pinned.get((spec, FAMILY))
+        pins = pinned.get((spec, FAMILY), pinned.get((spec.removesuffix(":default"), FAMILY)))
         if pins is None:
             continue
         assert {cls for _, cls, _, _ in pins} == verdict.during | verdict.after, spec
