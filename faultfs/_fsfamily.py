@@ -852,18 +852,33 @@ class _Frame:
 def _states(replay: _Replay) -> tuple[tuple[CrashState, ...], int]:
     choices, left = replay.choices()
     # every metadata choice a bound left out, with every data combination it may have
-    cut = left * replay.data_bound() if left else 0
+    bound = replay.data_bound()
+    cut = left * bound if left else 0
     memo: dict[tuple[int, tuple[int, ...]], tuple[list[bytes], int]] = {}
-    frames = [_Frame(replay, kept, memo) for kept in choices]
+    limit = replay.model.max_states
+    seen: dict[CrashState, None] = {}
+    made = 0
+    # The fair order (:func:`_fair`) takes every frame with all its data whole first:
+    # frames are built in that order, and those past the one that filled ``max_states``
+    # are never built (a Mercurial commit under posix has thousands per crash point,
+    # minutes of CPU), each counted in the cut at ``data_bound()``, an upper bound of
+    # what one metadata choice combines into.
+    frames: list[_Frame] = []
+    for kept in choices:
+        if len(seen) >= limit:
+            break
+        frame = _Frame(replay, kept, memo)
+        frames.append(frame)
+        made += 1
+        seen.setdefault(frame.state((0,) * len(frame.slots)), None)
+    cut += (len(choices) - len(frames)) * bound
     # contents the writeback bound left out, each combined with the frame's others
     for frame in frames:
         if frame.left:
             cut += frame.left * max(1, frame.count())
     total = sum(frame.count() for frame in frames)
-    limit = replay.model.max_states
-    seen: dict[CrashState, None] = {}
-    made = 0
-    for f, combo in _fair([len(o) for o in frame.slot_opts] for frame in frames):
+    fair = _fair([len(o) for o in frame.slot_opts] for frame in frames)
+    for f, combo in itertools.islice(fair, len(frames), None):  # past the first round
         if len(seen) >= limit:
             break
         made += 1

@@ -16,12 +16,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from ...faultfs import (
     PROCESS_CRASH,
+    CrashPoint,
     CrashState,
     Fault,
     FaultKind,
@@ -587,6 +588,11 @@ class Kind(Protocol, Generic[W, Obs]):  # type: ignore[misc]
     """A target kind: what its workloads are, how a crash state is observed and judged.
 
     ``W`` is the kind's workload type, ``Obs`` its observation of a rebooted crash state.
+
+    Optional: ``crash_points_of(run, model, points) -> Iterable[CrashPoint]``, the crash
+    points of a recorded run as :func:`~crashpoint.faultfs.crash_points` derives them,
+    for a kind that derived them already (``--exec`` loads every state ahead, in
+    batches); the engine then does not derive them again.
     """
 
     name: str
@@ -785,10 +791,14 @@ def judged_crash_states(
     only: Collection[int] | None = None,
     crash_point: int | None = None,
     shard: tuple[int, int] | None = None,
+    derive: Callable[[PersistenceModel, Collection[int] | None], Iterable[CrashPoint]]
+    | None = None,
 ) -> Iterator[tuple[int, Sequence[CrashState]]]:
     """The crash points ``k`` of a trace to judge, each with its crash states under
     ``model`` (FAULT-MODEL.md §3), filtered: ``k >= from_point``, ``k`` in ``only``
     (when given), ``k == crash_point`` (when given), states in slice ``shard``.
+    ``derive(model, points)``: the crash points of this trace when a kind already derived
+    them (:meth:`Kind.crash_points_of`); :func:`~crashpoint.faultfs.crash_points` else.
     Counts every crash point yielded and its states cut by the model's bound into
     ``tally`` (never silently), and into ``owned_points``/``owned_cut`` those the shard
     owns (:class:`EngineResult`). The engine's judging loop runs on this."""
@@ -799,7 +809,12 @@ def judged_crash_states(
             for k in range(from_point, len(ops) + 1)
             if crash_point in (None, k) and (only is None or k in only)
         }  # the other crash points' states are never built
-    for point in crash_points(model, initial, ops, points=points):
+    derived = (
+        crash_points(model, initial, ops, points=points)
+        if derive is None
+        else derive(model, points)
+    )
+    for point in derived:
         k = point.index
         states: Sequence[CrashState] = point.states
         # The point's owner: the shard of its first state (shard 1 for a point of none).
@@ -945,6 +960,9 @@ class _Judge(Generic[W, Obs]):
                     (describe(state, run, finding.subject or kind.subject), finding)
                 )
         traced = set(by_state)  # judged on the state after k operations: never hypothetical
+        # a kind that derived this run's crash points already (to load their states
+        # ahead, ExecDocumentKind) hands them over instead of their being derived again
+        derived_by_kind = getattr(kind, "crash_points_of", None)
         examines = None if self.model.sample >= 1.0 else self.model.examines
         unsampled = result.unsampled
         for k, states in judged_crash_states(
@@ -956,6 +974,11 @@ class _Judge(Generic[W, Obs]):
             only=only,
             crash_point=self.crash_point,
             shard=self.shard,
+            derive=(
+                None
+                if derived_by_kind is None
+                else lambda model, points: derived_by_kind(run, model, points)
+            ),
         ):
             t0 = time.perf_counter()
             result.raw_states += len(states)

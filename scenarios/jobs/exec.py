@@ -56,13 +56,14 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ...core import AgentState, ErrorCode, Retryability, StateError, decode, encode
 from ...faultfs import (
+    CrashPoint,
     CrashState,
     Fault,
     FaultKind,
@@ -94,7 +95,7 @@ from ...faultfs._strace import (
     strace_available,
     volatile_match,
 )
-from ..engine.explore import EngineResult, explore_kind, fault_spec
+from ..engine.explore import EngineResult, Run, explore_kind, fault_spec
 from ..kinds.agent.checkers import observe
 from ..kinds.agent.kind import explore_agent, record
 from ..kinds.agent.targets import Target
@@ -1411,6 +1412,9 @@ class ExecDocumentKind(DocumentKind):
         """The Python TARGET run by the strace driver (``--runner strace``), else ""."""
         self.recorder = "strace"
         """How runs are recorded (the engine's divergence message names it)."""
+        self._derived: dict[tuple[int, PersistenceModel], list[CrashPoint]] = {}
+        """Crash points of a recorded run (by ``id(run)``, held in ``_runs``) and model,
+        derived by :meth:`_record`, until the engine takes them (:meth:`crash_points_of`)."""
         self._answers: dict[_Key, dict[tuple[Any, ...], DocObservation]] = {}
         """Observations of read-only loads, by the paths each looked at and what the state
         held there (:meth:`_remember`)."""
@@ -1439,15 +1443,29 @@ class ExecDocumentKind(DocumentKind):
         only = None if fault is None else {fault.at + 1, end}
         todo: dict[CrashState, None] = {}
         for model in self.models:
-            for point in crash_points(model, run.initial, run.ops):
-                if only is not None and point.index not in only:
-                    continue
+            points = list(crash_points(model, run.initial, run.ops, points=only))
+            if fault is None:  # the engine judges every crash point: handed over once
+                self._derived[(id(run), model)] = points
+            for point in points:
                 for s in point.states:
                     digest = s.digest()
                     if digest not in self.observed and model.examines(digest):
                         todo[s] = None  # a state --sample leaves out is never loaded
         self.prefetch(list(todo))
         return run
+
+    def crash_points_of(
+        self, run: Run, model: PersistenceModel, points: Collection[int] | None
+    ) -> Iterable[CrashPoint]:
+        """The crash points of ``run`` under ``model`` (``points``: only those): the ones
+        :meth:`_record` derived to load their states ahead, handed over once (the posix
+        family's derivation of a Mercurial commit is minutes of CPU); derived afresh
+        otherwise (:class:`~crashpoint.scenarios.engine.explore.Kind`)."""
+        if points is None:
+            derived = self._derived.pop((id(run), model), None)
+            if derived is not None:
+                return derived
+        return crash_points(model, run.initial, run.ops, points=points)
 
     def _load_once(self, state: CrashState) -> tuple[DocObservation, CrashState]:
         """:meth:`DocumentKind._load_once` on a crash state: the ``--volatile`` files of
