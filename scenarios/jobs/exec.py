@@ -1585,7 +1585,10 @@ class ExecDocumentKind(DocumentKind):
     ) -> list[CrashState]:
         """Up to ``jobs`` of ``states`` to load now: the first, then each one that differs
         from those chosen at the paths the loads so far looked at (a state like one chosen
-        is likely answered by its load)."""
+        is likely answered by its load), then, while fewer than ``jobs``, the next ones in
+        order: a load that writes is never remembered, so states alike at every path
+        known would otherwise be loaded one at a time (a core idle: Mercurial's loads
+        write caches)."""
         with self.exec_runner._lock:
             keys = list(self._answers)
         if not keys:  # nothing known of what a load looks at: no state is like another
@@ -1599,7 +1602,13 @@ class ExecDocumentKind(DocumentKind):
             seen.add(sig)
             chosen.append(s)
             if len(chosen) == self.jobs:
+                return chosen
+        taken = {id(s) for s in chosen}
+        for s in states:
+            if len(chosen) == self.jobs:
                 break
+            if id(s) not in taken:
+                chosen.append(s)
         return chosen
 
     def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:

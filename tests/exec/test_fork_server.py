@@ -505,3 +505,51 @@ def test_without_the_servers_input_calls_the_stat_only_flag_would_be_missed(
         assert "after a clean save returned a different value" in str(exc)
         return
     assert _findings(reused) != _findings(every)
+
+
+SOMETIMES_WRITING_STORE = LOGGING_STORE.replace(
+    """        def load(self):
+            with open(os.path.join(self.base_dir, "LOG"), "a") as f:
+                f.write("opened\\n")""",
+    """        def load(self):
+            if os.path.exists(os.path.join(self.base_dir, "LOG")):
+                with open(os.path.join(self.base_dir, "LOG"), "a") as f:
+                    f.write("opened\\n")""",
+).replace(
+    """            os.replace(path + ".tmp", path)""",
+    """            os.replace(path + ".tmp", path)
+            with open(os.path.join(self.base_dir, "junk.log"), "a") as f:
+                f.write("x" * 9000)  # never read: states alike but for it""",
+)
+"""LOGGING_STORE whose load writes only where the save's LOG is (its other loads are
+read-only, so what they looked at is known; the writing ones are never remembered), and
+whose save ends with a file no load reads (many states alike at every path a load reads)."""
+
+
+def test_a_wave_of_loads_is_jobs_wide_while_states_are_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """States alike at every path a remembered load looked at are likely answered by one
+    load, but a load that writes is never remembered: a wave still takes ``jobs`` states
+    (Mercurial under posix ran one load at a time, a core idle, for minutes)."""
+    from crashpoint.scenarios.jobs import exec as exec_job
+
+    assert "if os.path.exists" in SOMETIMES_WRITING_STORE and "junk" in SOMETIMES_WRITING_STORE
+    target = _module(tmp_path, SOMETIMES_WRITING_STORE)
+    widths: list[tuple[int, int]] = []
+    real_wave = exec_job.ExecDocumentKind._wave
+
+    def wave(self: Any, states: list[Any], sigs: Any) -> list[Any]:
+        chosen = real_wave(self, states, sigs)
+        widths.append((len(states), len(chosen)))
+        return chosen
+
+    monkeypatch.setattr(exec_job, "driver_batch_load", lambda shown: None)  # waves only
+    monkeypatch.setattr(exec_job.ExecDocumentKind, "_wave", wave)
+    kw: dict[str, Any] = {"models": parse_models("ext4"), "workloads": ["first-save"], "jobs": 2}
+    forked, facts = _verify(target, server=True, **kw)
+    assert facts.loads_reused > 0  # some loads were remembered: the signatures were used
+    assert widths and all(chosen == min(2, left) for left, chosen in widths), widths
+    monkeypatch.setattr(exec_job.ExecDocumentKind, "_wave", real_wave)
+    alone, _ = _verify(target, server=False, **kw)
+    assert _digest(forked) == _digest(alone)
