@@ -964,9 +964,9 @@ class ExecRunner(Runner):
         if traced and inject is None:
             forked = self._forked(argv, stdin, label, light)
             if forked is not None:
-                proc, calls = forked
+                proc, calls, inputs = forked
                 done = self._replayed(proc, replay, calls, real_root, forked=True)
-                done.inputs = light  # the server traces every path a child looked at
+                done.inputs = inputs  # every path the child looked at is in its calls
                 return done
         with self._lock:
             self.processes += 1
@@ -1044,11 +1044,14 @@ class ExecRunner(Runner):
 
     def _forked(
         self, argv: list[str], stdin: bytes | None, label: str, light: bool
-    ) -> tuple[subprocess.CompletedProcess[bytes], list[Syscall]] | None:
+    ) -> tuple[subprocess.CompletedProcess[bytes], list[Syscall], bool] | None:
         """``argv`` (a driver command line) run by a fork server: the child's exit
         status, output and calls (``light``: its opens and the paths it looked at, as
         ``-e trace=`` :data:`LIGHT_SYSCALLS` would have kept: the server traces
-        :data:`SERVER_SYSCALLS`); None when there is no server for it (run it one-shot)."""
+        :data:`SERVER_SYSCALLS`), and whether those paths are all there (as
+        :meth:`_light_trace` decides for one-shot loads: after :data:`INPUTS_PROBE` loads
+        none of which another's answered, the pool narrows, :meth:`DriverPool.narrow`);
+        None when there is no server for it (run it one-shot)."""
         pool = self.server
         head = [sys.executable, "-B", DRIVER]
         if pool is None or _ONE_SHOT.get() or argv[:3] != head or len(argv) < 4:
@@ -1056,6 +1059,7 @@ class ExecRunner(Runner):
         server = pool.take()
         if server is None:
             return None
+        inputs = light and server.trace == SERVER_SYSCALLS
         ok = False
         try:
             proc, calls = server.call(argv[3:], stdin, label)
@@ -1075,8 +1079,14 @@ class ExecRunner(Runner):
                 if p not in self.ignored:
                     self.ignored.append(p)
         if light:
-            calls = [c for c in calls if c.name in _LIGHT_KEPT]
-        return proc, calls
+            calls = [c for c in calls if c.name in (_LIGHT_KEPT if inputs else _OPENS_KEPT)]
+        if inputs:
+            with self._lock:
+                self.loads_with_inputs += 1
+                useless = self.loads_with_inputs >= INPUTS_PROBE and not self.loads_reused
+            if useless:
+                pool.narrow()
+        return proc, calls, inputs
 
 
 SERVER_SYSCALLS = TRACED_SYSCALLS + "," + INPUT_SYSCALLS
@@ -1088,6 +1098,9 @@ once, and a forked child has its imports done."""
 
 _LIGHT_KEPT = frozenset((*LIGHT_SYSCALLS.split(","), "fork-of"))
 """The calls of a forked read-only load kept (what ``-e trace=LIGHT_SYSCALLS`` keeps)."""
+
+_OPENS_KEPT = frozenset((*OPEN_SYSCALLS.split(","), "fork-of"))
+"""The same once the pool narrowed (:meth:`DriverPool.narrow`): its opens only."""
 
 PROBE_NOTE = " (tempfile's writability probe: not the target's data)"
 """How an ignored ``tempfile`` probe is listed (issue 22)."""
@@ -2022,8 +2035,19 @@ class DriverServer:
     server is killed), OutputTooLarge (a stream or the request's log past
     ``max_output`` bytes: killed)."""
 
-    def __init__(self, target: str, *, cwd: str, timeout: float | None, max_output: int) -> None:
+    def __init__(
+        self,
+        target: str,
+        *,
+        cwd: str,
+        timeout: float | None,
+        max_output: int,
+        trace: str = SERVER_SYSCALLS,
+    ) -> None:
         self.target, self.cwd, self.timeout, self.max_output = target, cwd, timeout, max_output
+        self.trace = trace
+        """What its strace traces (:data:`SERVER_SYSCALLS`, or :data:`TRACED_SYSCALLS`
+        once inputs proved of no use: :meth:`DriverPool.narrow`)."""
         self.tmp = os.path.realpath(
             tempfile.mkdtemp(prefix="crashpoint-server-", dir=scratch_root())
         )
@@ -2049,7 +2073,7 @@ class DriverServer:
 
     def _start(self, theirs: socket.socket) -> None:
         argv = [sys.executable, "-B", DRIVER, "serve", self.target, str(theirs.fileno())]
-        full = strace_argv(argv, self.log, exits=True, trace=SERVER_SYSCALLS)
+        full = strace_argv(argv, self.log, exits=True, trace=self.trace)
         if pid_namespace():
             wrap = [*_UNSHARE[:-1], "--mount-proc", "--"] if own_proc() else list(_UNSHARE)
             full = [*wrap, *full]
@@ -2346,6 +2370,8 @@ class DriverPool:
         self.started = 0
         """Servers started (each one process: its tracer's and ``unshare``'s aside)."""
         self.failed = ""
+        self.trace = SERVER_SYSCALLS
+        """What a server started now traces (:meth:`narrow`)."""
         self.startup: dict[str, int] | None = None
         """The first server's start (up to its ready mark): its calls by name
         (:meth:`ExecRunner.estimate`)."""
@@ -2372,7 +2398,11 @@ class DriverPool:
             self.started += 1
         try:
             server = DriverServer(
-                self.target, cwd=self.cwd, timeout=self.timeout, max_output=self.max_output
+                self.target,
+                cwd=self.cwd,
+                timeout=self.timeout,
+                max_output=self.max_output,
+                trace=self.trace,
             )
         except ServerGone as exc:
             with self._cond:
@@ -2387,9 +2417,21 @@ class DriverPool:
                 self._cond.notify_all()
         return server
 
+    def narrow(self) -> None:
+        """From now on, servers trace what a one-shot process is traced for
+        (:data:`TRACED_SYSCALLS`), not the paths a load looks at: no load was answered
+        by another's, and each traced ``stat`` is a stop of the tracer (a forked
+        Mercurial load: 126 ms against 157 ms). A server tracing more is retired when it
+        is given back; another starts in its place."""
+        with self._cond:
+            self.trace = TRACED_SYSCALLS
+
     def give(self, server: DriverServer, ok: bool) -> None:
         """``server`` back after a request; ``ok`` False: it is closed (it broke, or was
-        killed at a timeout) and another may start in its place."""
+        killed at a timeout) and another may start in its place; a server tracing more
+        than :meth:`narrow` left is closed the same way."""
+        with self._cond:
+            ok = ok and server.trace == self.trace
         if not ok:
             server.kill()
             server.close()

@@ -553,3 +553,33 @@ def test_a_wave_of_loads_is_jobs_wide_while_states_are_left(
     monkeypatch.setattr(exec_job.ExecDocumentKind, "_wave", real_wave)
     alone, _ = _verify(target, server=False, **kw)
     assert _digest(forked) == _digest(alone)
+
+
+def test_servers_stop_tracing_inputs_when_no_load_was_answered_by_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A traced ``stat`` is a stop of the tracer: after ``INPUTS_PROBE`` forked loads none
+    of which another's answered (none may be, here), the pool narrows to what a one-shot
+    process is traced for, and its servers are replaced; the verdict is the one-shot
+    path's."""
+    from crashpoint.scenarios.jobs import exec as exec_job
+
+    target = _module(tmp_path, LOGGING_STORE)
+    traces: list[str] = []
+    real_init = exec_job.DriverServer.__init__
+
+    def init(self: Any, *args: Any, **kw: Any) -> None:
+        real_init(self, *args, **kw)
+        traces.append(self.trace)
+
+    monkeypatch.setattr(exec_job, "driver_batch_load", lambda shown: None)  # waves only
+    monkeypatch.setattr(exec_job.DriverServer, "__init__", init)
+    monkeypatch.setattr(exec_job.ExecDocumentKind, "_reused", lambda self, s, sigs=None: None)
+    monkeypatch.setattr(exec_job, "INPUTS_PROBE", 8)  # first-save has fewer than 64 loads
+    kw: dict[str, Any] = {"models": parse_models("ext4"), "workloads": ["first-save"], "jobs": 2}
+    forked, facts = _verify(target, server=True, **kw)
+    assert facts.loads_reused == 0
+    assert traces[0] == exec_job.SERVER_SYSCALLS
+    assert exec_job.TRACED_SYSCALLS in traces[1:]  # replaced by servers tracing less
+    alone, _ = _verify(target, server=False, **kw)
+    assert _digest(forked) == _digest(alone)
