@@ -40,6 +40,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import dataclasses
 import errno
 import hashlib
 import json
@@ -1624,14 +1625,23 @@ class ExecDocumentKind(DocumentKind):
                 chosen.append(s)
         return chosen
 
-    def _batch_observe(self, chunk: list[CrashState]) -> list[DocObservation | None]:
+    def _batch_observe(
+        self, chunk: list[CrashState], *, reloads: bool = False
+    ) -> list[DocObservation | None]:
         """Load every state of ``chunk`` in one driver process (``load-batch``), each from
         a real directory of its own, traced for its opens (and, forked, the paths it looked
-        at): what each load read (A5)
-        is the opens under its directory. A state the batch's load overwrote
-        (:func:`_overwrote`: files it only created do not count), or any state when the
-        reply is not one result per state, gives None: it is loaded on its own
-        (:meth:`observe`, traced in full when it overwrote)."""
+        at): what each load read (A5) is the opens under its directory. Any state gives
+        None when the reply is not one result per state: it is loaded on its own
+        (:meth:`observe`).
+
+        A state the batch's load overwrote (:func:`_overwrote`: files it only created do
+        not count) is answered with ``wrote`` and its ``reloaded``: the disk that load
+        left, read back from its directory (:func:`_left_state`), loaded in one more batch
+        for every such state of the chunk (``reloads``: that batch, whose writes are not
+        followed: only a reload's value or error is judged, ``DocObservation.reloaded``).
+        It was loaded again on its own, traced in full to replay what it left into the
+        model, then reloaded on its own: two processes a state where Mercurial's loads
+        rewrite a cache the crash left torn (docs/decisions.md)."""
         runner = self.exec_runner
         base = runner.base_dir
         with tempfile.TemporaryDirectory(prefix="crashpoint-exec-", dir=scratch_root()) as tmp:
@@ -1652,7 +1662,13 @@ class ExecDocumentKind(DocumentKind):
                 light=True,
                 stdin=json.dumps(roots).encode(),
             )
-            changed = [_overwrote(b, _snapshot(r)) for r, b in zip(roots, before, strict=True)]
+            after = [_snapshot(r) for r in roots]
+            changed = [_overwrote(b, a) for b, a in zip(before, after, strict=True)]
+            lefts = {
+                i: _left_state(chunk[i], base, roots[i], after[i])
+                for i, wrote in enumerate(changed)
+                if wrote and not reloads
+            }
         try:
             replies = json.loads(done.proc.stdout.decode("utf-8"), parse_int=_number)
         except (UnicodeDecodeError, ValueError):
@@ -1675,10 +1691,10 @@ class ExecDocumentKind(DocumentKind):
                 calls.append(c)
         out: list[DocObservation | None] = []
         for s, root, reply, wrote, calls in zip(chunk, roots, replies, changed, mine, strict=True):
-            if wrote:
+            if wrote and not reloads:
                 with runner._lock:
                     runner.writing_loads.add(s.digest())
-            if wrote or not isinstance(reply, dict):
+            if not isinstance(reply, dict):
                 out.append(None)
                 continue
             rec = runner.replay(RecordingFileSystem(MemoryFileSystem(s)), root)
@@ -1686,10 +1702,20 @@ class ExecDocumentKind(DocumentKind):
             files = {p for p, _ in s.files}
             reads = frozenset(r for r in rec.reads if r in files)
             if reply.get("ok") is True:
-                out.append(DocObservation(reply.get("value"), None, reads, False))
+                out.append(DocObservation(reply.get("value"), None, reads, wrote))
             else:
                 error = _error(LoadExit(f"exit status 1: {reply.get('error')}"))
-                out.append(DocObservation(None, error, reads, False))
+                out.append(DocObservation(None, error, reads, wrote))
+        if lefts:
+            order = sorted(lefts)
+            again = self._batch_observe([lefts[i] for i in order], reloads=True)
+            for i, reloaded in zip(order, again, strict=True):
+                obs = out[i]
+                if obs is None:
+                    continue
+                if reloaded is None:  # the reload batch failed: reloaded on its own
+                    reloaded = self._reload(lefts[i])
+                out[i] = dataclasses.replace(obs, reloaded=reloaded)
         return out
 
     def replay(
@@ -2577,6 +2603,29 @@ def _snapshot(root: str) -> dict[str, tuple[int, ...] | bytes]:
             with open(path, "rb") as f:
                 out[path] = f.read()
     return out
+
+
+def _left_state(
+    state: CrashState, model_root: str, real_root: str, after: dict[str, Any]
+) -> CrashState:
+    """The disk a load of ``state`` left, from :func:`_snapshot` ``after`` of the real
+    directory ``real_root`` it ran in (the inverse of :func:`materialize`): its files
+    (a symbolic link as :func:`~crashpoint.faultfs.symlink_content` of its target) and
+    directories under ``model_root``, and what ``state`` holds outside it."""
+    prefix = model_root.rstrip("/") + "/"
+    files = {p: b for p, b in state.files if not p.startswith(prefix)}
+    dirs = {d for d in state.dirs if d != model_root and not d.startswith(prefix)}
+    cut = len(real_root)
+    for key, held in after.items():
+        if key.endswith("\0stat"):
+            continue
+        rel = key[cut:].lstrip("/")
+        path = prefix + rel if rel else model_root
+        if isinstance(held, bytes):
+            files[path] = held
+        else:
+            dirs.add(path)
+    return CrashState(tuple(sorted(files.items())), tuple(sorted(dirs)))
 
 
 def _overwrote(before: dict[str, tuple[int, ...] | bytes], after: dict[str, Any]) -> bool:

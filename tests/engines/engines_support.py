@@ -37,11 +37,12 @@ def need(module: str | None = None, program: str | None = None) -> None:
         pytest.skip(f"{program} is not installed")
 
 
-def run(spec: str, family: str, workload: str = "first-save") -> Any:
-    """``examples/engines/run.py``'s run of ``spec`` under one family."""
+def run(spec: str, family: str, workload: str = "first-save", sample: float | None = None) -> Any:
+    """``examples/engines/run.py``'s run of ``spec`` under one family (``sample``: that
+    share of its distinct crash states, seed 1)."""
     import run as engine_run
 
-    return engine_run.run(spec, family, [workload], jobs=2)
+    return engine_run.run(spec, family, [workload], jobs=2, sample=sample, sample_seed=1)
 
 
 def pins(r: Any) -> set[tuple[str, str, str, int]]:

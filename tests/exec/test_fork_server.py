@@ -362,42 +362,38 @@ LOGGING_STORE = """
 """
 
 
-def test_loads_a_batch_could_not_answer_run_jobs_at_a_time(
+def test_a_state_its_batch_load_overwrote_is_answered_with_a_batched_reload(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A state whose batch load wrote is loaded on its own, ``jobs`` loads at a time (they
-    ran one by one in the main thread: Mercurial's ext4 run did not end in 20 minutes),
-    traced in full at once (its reload not at all); the verdict and states are the
-    one-shot path's."""
-    import threading
-
+    """A state whose batch load overwrote a file (LevelDB's LOG appended on every open) is
+    answered by its batch, with ``wrote`` and the reload of the disk that load left, read
+    back from its directory and loaded in one more batch: no load on its own, none traced
+    in full (they were two processes a state: Mercurial's ext4 run did not end in 20
+    minutes); the verdict and states are the one-shot path's, which replays every load."""
     from crashpoint.scenarios.jobs import exec as exec_job
 
     target = _module(tmp_path, LOGGING_STORE)
-    lock, running, most = threading.Lock(), [0], [0]
+    singles: list[Any] = []
     real_observe = exec_job.ExecDocumentKind.observe
 
     def observe(self: Any, state: Any) -> Any:
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        try:
-            return real_observe(self, state)
-        finally:
-            with lock:
-                running[0] -= 1
+        singles.append(state)
+        return real_observe(self, state)
 
     monkeypatch.setattr(exec_job.ExecDocumentKind, "observe", observe)
     kw: dict[str, Any] = {"models": parse_models("ext4"), "workloads": ["first-save"], "jobs": 2}
     forked, facts = _verify(target, server=True, **kw)
     assert facts.counts.get("forked", 0) > 0
-    assert most[0] == 2
-    # a state known to overwrite is traced in full at once, and a reload (only its value
-    # is judged) is never run again traced in full
+    assert len(singles) <= 2  # the initial value's load and the preflight's, no state's
     assert "load traced again" not in facts.counts
     monkeypatch.setattr(exec_job.ExecDocumentKind, "observe", real_observe)
-    alone, _ = _verify(target, server=False, **kw)
+    # the reference: no batch, no server, each state loaded on its own (a load that
+    # overwrote traced again in full and its left disk replayed into the model)
+    monkeypatch.setattr(exec_job, "driver_batch_load", lambda shown: None)
+    alone, alone_facts = _verify(target, server=False, **kw)
+    assert alone_facts.counts.get("load traced again", 0) > 0
     assert _digest(forked) == _digest(alone)
+    assert facts.processes * 4 < alone_facts.processes
 
 
 CACHING_STORE = LOGGING_STORE.replace(
@@ -583,3 +579,39 @@ def test_servers_stop_tracing_inputs_when_no_load_was_answered_by_another(
     assert exec_job.TRACED_SYSCALLS in traces[1:]  # replaced by servers tracing less
     alone, _ = _verify(target, server=False, **kw)
     assert _digest(forked) == _digest(alone)
+
+
+DESTRUCTIVE_STORE = LOGGING_STORE.replace(
+    """        def load(self):
+            with open(os.path.join(self.base_dir, "LOG"), "a") as f:
+                f.write("opened\\n")""",
+    """        def load(self):
+            # a leftover temporary means "a torn save" to this store, which then throws
+            # the document away: the reload of the disk it left tells the lost generation
+            if os.path.exists(os.path.join(self.base_dir, "doc.json.tmp")):
+                for name in ("doc.json", "doc.json.tmp"):
+                    if os.path.exists(os.path.join(self.base_dir, name)):
+                        os.remove(os.path.join(self.base_dir, name))""",
+)
+
+
+def test_a_batched_reload_judges_a3_as_a_load_on_its_own_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A3 rests on the reload of the disk a writing load left: read back from the batch's
+    directory and loaded in a batch, it judges as the reference path (each state loaded on
+    its own, the left disk replayed from the full trace into the model)."""
+    from crashpoint.scenarios.jobs import exec as exec_job
+
+    assert "os.remove" in DESTRUCTIVE_STORE
+    target = _module(tmp_path, DESTRUCTIVE_STORE)
+    kw: dict[str, Any] = {
+        "models": parse_models("process-crash,ext4"),
+        "workloads": ["first-save"],
+        "jobs": 2,
+    }
+    batched, _ = _verify(target, server=True, **kw)
+    monkeypatch.setattr(exec_job, "driver_batch_load", lambda shown: None)
+    alone, _ = _verify(target, server=False, **kw)
+    assert _digest(batched) == _digest(alone)
+    assert any(c.invariant == "A3" and "load wrote" in c.got for c in alone.counterexamples)
