@@ -361,7 +361,13 @@ class Engine:
         acked = vals[: k + 1] if returned else vals[:k]
         outcome = judge_load(done, acked, None if returned else vals[k])
         at = "after the commit"
-        if not returned:
+        if not returned and not calls:
+            # strace counts each process's calls apart: a save that runs commands (hg
+            # init, hg commit) may be killed in one of them first, before the driver made
+            # any call in DIR; the driver then fails and writes nothing more
+            planned = f", planned before {kill.short}" if kill is not None else ""
+            at = f"killed in a child process before the driver's first call in DIR{planned}"
+        elif not returned:
             at = f"before {calls[-1].short} (call {len(calls)} of the save)"
             if kill is not None and calls[-1].name != kill.name:
                 at += f", planned before {kill.short}"
@@ -550,3 +556,44 @@ def test_zodb_first_open_after_a_cut_before_the_status_byte_fails_on_real_ext4(
         assert cut.outcome.cls == "atomicity", cut.outcome.why
         assert "ReadConflictError" in cut.outcome.why
         assert "Data.fs 701 B" in cut.files
+
+
+def test_mercurial_commit_after_a_journal_commit_without_writeback_on_real_ext4(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's Mercurial finding under ext4 after the run (k = 108 of first-save,
+    test_engines EXPECTED: atomicity, `hg verify` or `hg log` failing), cut for real.
+    Mercurial 7.2.4 calls no fsync: `hg init` and `hg commit` write new files (the revlogs,
+    `.hg/requires` through an atomictemp file renamed onto a new name, so ext4's
+    auto_da_alloc, which covers a rename over an existing file, does not apply). Under
+    data=ordered with delayed allocation a jbd2 commit writes the names and inodes, not the
+    unallocated data: cut after a journal commit and before any writeback, the files are
+    there and empty. Saves 0 (into an empty directory) and 1 (over a commit), cut so after
+    the commit returned, twice each.
+
+    What the cuts show (2026-12-07, 4 of 4): every revlog `hg commit` wrote is 0 bytes and
+    the load reads no revision: the commit lost whole (durability, which the model allows
+    after the run); `hg verify` never failed, so the model's atomicity after the run is
+    not reproduced here. After save 1 the load read no revision either, though save 0's
+    commit had been synced (syncfs) before it: the changelog index held both entries (128
+    bytes) beside save 1's empty filelog. Not explained yet; recorded, not tuned away."""
+    why = power_loss_unavailable("ext4")
+    if why is not None:
+        pytest.skip(why)
+    from crashpoint.faultfs._strace import strace_available
+
+    if strace_available() is not None:
+        pytest.skip(str(strace_available()))
+    pytest.importorskip("mercurial", reason="mercurial is not installed")
+    e = Engine("hg:default", workdir)
+    monkeypatch.setattr(rh, "write_back_prefixes", lambda *a, **k: None)  # commit, no writeback
+    for k in (0, 1):
+        for i in range(2):
+            e.cut(k, None, "writeback", f"hg-commit-{k}-{i}")
+    for cut in e.cuts:
+        print(f"  {cut.where}: {cut.outcome.cls}: {cut.outcome.why} | {cut.files}")
+    assert all(c.phase == "after" for c in e.cuts)
+    assert {c.outcome.cls for c in e.cuts} <= MODEL["hg:default"].after | {"ok"}
+    first = [c for c in e.cuts if c.k == 0]
+    assert all(c.outcome.cls == "durability" for c in first), [c.outcome.why for c in first]
+    assert all(".hg/store/00changelog.i 0 B" in c.files for c in first)
