@@ -520,6 +520,19 @@ def test_a_real_finding_the_model_rules_out_is_a_disagreement(
     ]
 
 
+def _need_cuts(module: str) -> None:
+    """Skip, with the reason, unless real ext4 power cuts can run here (root, loop devices,
+    mkfs.ext4, strace) and the engine's ``module`` is installed."""
+    why = power_loss_unavailable("ext4")
+    if why is not None:
+        pytest.skip(why)
+    from crashpoint.faultfs._strace import strace_available
+
+    if strace_available() is not None:
+        pytest.skip(str(strace_available()))
+    pytest.importorskip(module, reason=f"{module} is not installed (examples/requirements.txt)")
+
+
 def test_zodb_first_open_after_a_cut_before_the_status_byte_fails_on_real_ext4(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -533,14 +546,7 @@ def test_zodb_first_open_after_a_cut_before_the_status_byte_fails_on_real_ext4(
     transaction id from that zero header (``ltid = tid``) before it finds the header invalid
     and truncates it, so the storage opens with ``lastTransaction()`` 0 and the committed root
     is invisible: the first open raises ``ReadConflictError`` ("object deleted")."""
-    for why in (power_loss_unavailable("ext4"),):
-        if why is not None:
-            pytest.skip(why)
-    from crashpoint.faultfs._strace import strace_available
-
-    if strace_available() is not None:
-        pytest.skip(str(strace_available()))
-    pytest.importorskip("ZODB", reason="ZODB is not installed (examples/requirements.txt)")
+    _need_cuts("ZODB")
     e = Engine("zodb:filestorage", workdir)
     calls = e.cut(0, None, "now", "zodb-after")
     status = [
@@ -580,14 +586,7 @@ def test_mercurial_commit_after_a_journal_commit_without_writeback_on_real_ext4(
     catalogue's load ran `hg verify` only when the tip was a revision, and a zero-filled
     changelog entry names the null revision as the tip, exit 0; the load now verifies
     whatever the tip.)"""
-    why = power_loss_unavailable("ext4")
-    if why is not None:
-        pytest.skip(why)
-    from crashpoint.faultfs._strace import strace_available
-
-    if strace_available() is not None:
-        pytest.skip(str(strace_available()))
-    pytest.importorskip("mercurial", reason="mercurial is not installed")
+    _need_cuts("mercurial")
     e = Engine("hg:default", workdir)
     monkeypatch.setattr(rh, "write_back_prefixes", lambda *a, **k: None)  # commit, no writeback
     for k in (0, 1):
