@@ -283,3 +283,42 @@ class EscapingCacheDirStore(CacheDirStore):
         with open(f"/tmp/crashpoint-scratch-{name}", "w") as f:
             f.write("x")
         super().save(value)
+
+
+class ZeroHeaderStore(_Base):
+    """LMDB in small (issue 24: ``lmdb:locked`` under ext4): a lock file of 64 zero bytes
+    made once (the same bytes whatever the value: constant), then the data file written
+    as 64 zero bytes before the value goes over them. A crash between the two leaves a
+    data file of the lock file's bytes: no value. Load refuses it, rebuilding the lock
+    file as it goes (a write), and a fresh load refuses it again: an A1, never an A3
+    (nothing complete was on disk for the load's writes to lose)."""
+
+    def save(self, value: Any) -> None:
+        lock = os.path.join(self.base_dir, "lock")
+        if not os.path.exists(lock):
+            with open(lock, "wb") as f:
+                f.write(bytes(64))
+                f.flush()
+                os.fsync(f.fileno())
+        with open(self.path, "wb") as f:
+            f.write(bytes(64))
+            f.flush()
+            os.fsync(f.fileno())
+            f.seek(0)
+            f.truncate()
+            f.write(json.dumps(value).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(self.base_dir)
+
+    def load(self) -> Any:
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        if data == bytes(len(data)) and data:
+            with open(os.path.join(self.base_dir, "lock"), "wb") as f:
+                f.write(b"\1" * 64)  # the lock region made afresh
+            raise ValueError("not a data file: all zeros")
+        return json.loads(data)

@@ -286,6 +286,19 @@ def test_a_constant_file_written_before_the_value_is_no_complete_value_on_disk()
     assert result.verdict == "clean"
 
 
+def test_a_constant_files_bytes_at_another_path_are_no_value_on_disk() -> None:
+    # issue 24, lmdb:locked under ext4: data.mdb left as 8 KiB of zeros, the bytes of the
+    # constant lock.mdb; a load that refuses it and rewrites the lock file lost nothing
+    # complete (A1 only: A3 named lock.mdb's save#0 as the generation lost)
+    result = crashpoint.verify(
+        honesty_stores.ZeroHeaderStore, model="process-crash", workloads=["first-save"]
+    )
+    killed = result.killed_by()
+    assert "A1" in killed, [c.render() for c in result.counterexamples][:1]
+    a3 = [c.render() for c in result.counterexamples if c.invariant == "A3"]
+    assert "A3" not in killed, a3[:1]
+
+
 def test_a_reset_beside_a_constant_file_is_still_a_silent_reset() -> None:
     # the same store, whose load discards the complete value file when it finds a
     # temporary beside it: the README is no value, but doc.json is (A3, both halves)

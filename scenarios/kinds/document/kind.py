@@ -826,12 +826,13 @@ class DocumentKind:
             if path in data.final_paths and (label := data.blobs.get(blob)) is not None
         ]
         if labels:  # a constant file's bytes are no generation (issue 22)
-            constant = self._constant_paths(run)
+            constant, held = self._constant_paths(run), self._constant_bytes(run)
             labels = [
                 label
                 for path, blob in state.files
                 if path in data.final_paths
                 and path not in constant
+                and blob not in held
                 and (label := data.blobs.get(blob)) is not None
             ]
         if not labels:
@@ -886,11 +887,12 @@ class DocumentKind:
         """The labels of the complete generations on disk in ``state`` (A3, SPEC.md
         §10), in file order: a file of a crash-free run, inside the base, holding what
         an acknowledged save left in some file, at a path that is not constant
-        (:meth:`_constant_paths`: pytest's cache README is no value); a save whose value
-        is the initial value is left out."""
+        (:meth:`_constant_paths`: pytest's cache README is no value) and not the bytes of
+        one (:meth:`_constant_bytes`); a save whose value is the initial value is left
+        out."""
         data: _RunData = run.data
         found = [
-            (path, label)
+            (path, blob, label)
             for path, blob in state.files
             if path in data.final_paths
             and not _outside(path, self.base)
@@ -899,8 +901,21 @@ class DocumentKind:
         ]
         if not found:
             return []
+        constant, held = self._constant_paths(run), self._constant_bytes(run)
+        return [label for path, blob, label in found if path not in constant and blob not in held]
+
+    def _constant_bytes(self, run: Run) -> frozenset[bytes]:
+        """The bytes the run's saves left in its constant paths (:meth:`_constant_paths`):
+        no generation wherever they sit. LMDB's lock file is 8 KiB of zeros at every
+        save, and a crash under ext4 can leave data.mdb as 8 KiB of zeros (its size
+        committed before its data): the same bytes at another path, still no value."""
         constant = self._constant_paths(run)
-        return [label for path, label in found if path not in constant]
+        return frozenset(
+            blob
+            for files in run.data.changed.values()
+            for path, blob in files.items()
+            if path in constant
+        )
 
     def _constant_paths(self, run: Run) -> frozenset[str]:
         """The paths of ``run`` whose bytes do not depend on the value saved (issue 22):
