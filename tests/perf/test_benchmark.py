@@ -5,6 +5,7 @@ asserted (they are the benchmark's to print)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import pathlib
 import re
 import subprocess
@@ -15,7 +16,8 @@ import pytest
 from crashpoint.faultfs import MODELS, crash_points
 from crashpoint.scenarios import TARGETS, record
 
-BENCH = pathlib.Path(__file__).parents[2] / "benchmarks" / "bench_explore.py"
+ROOT = pathlib.Path(__file__).parents[2]
+BENCH = ROOT / "benchmarks" / "bench_explore.py"
 # one repeat of each figure, the big workloads one save: the output, not the figures
 SMALL = ["--repeat", "1", "--saves", "1", "--rss-saves", "1", "--rss-repeat", "1", "--skip-cli"]
 
@@ -65,3 +67,38 @@ def test_the_benchmark_runs_and_ends_with_the_issue_line(tmp_path: pathlib.Path)
     assert len(re.findall(r"/ floor [0-9.]+ \(min", bound[0])) == 2, bound[0]
     for model in MODELS:
         assert any(line.startswith(model + " ") for line in lines), model
+
+
+def test_the_engine_table_is_made_from_benchmark_rows(tmp_path: pathlib.Path) -> None:
+    # docs/field-results.md's table from `bench_engines.py --out` rows: findings apart from
+    # recovery, a bound and an incomplete verdict said, a row that failed shown as failed
+    rows = tmp_path / "rows.jsonl"
+    row = {
+        "engine": "lmdb",
+        "config": "locked",
+        "version": "0.9.36",
+        "families": ["ext4"],
+        "seconds": 2.25,
+        "processes": 1234,
+        "distinct": 18,
+        "cut": 54_000_000,
+        "incomplete": ["A3 unjudged"],
+        "volatile": ["/data/store/lock.mdb"],
+        "summary": {"atomicity": 17, "recovery": 3},
+    }
+    clean = dict(row, summary={"unjudged": 2}, cut=0, incomplete=[], volatile=[])
+    failed = {"spec": "git:default", "families": ["posix"], "error": "KeyError: 'x'"}
+    rows.write_text("\n".join(json.dumps(r) for r in (row, clean, failed)) + "\n")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_engines.py"), "--table", str(rows)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert len(out) == 5
+    assert out[2] == (
+        "| LMDB (py-lmdb) 0.9.36 | locked | ext4 | 17 atomicity; 3 recovery | 2.2 s | 1,234 "
+        "| 18 | 5.4e+07 | findings, bounded, incomplete, lock.mdb volatile |"
+    )
+    assert "| none; 2 unjudged |" in out[3] and out[3].endswith("| clean |")
+    assert "git:default" in out[4] and "error: KeyError" in out[4]
