@@ -264,7 +264,7 @@ def add_sample_options(parser: argparse.ArgumentParser) -> None:
         metavar="RATE",
         help="judge only this fraction of the distinct crash states (0.25 or 25%%), chosen "
         "by --sample-seed; the rest are counted as not examined, and the run is never "
-        "exhaustive (--require-exhaustive exits 1)",
+        "exhaustive (explore's --require-exhaustive exits 1)",
     )
     parser.add_argument(
         "--sample-seed",

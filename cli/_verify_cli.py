@@ -591,6 +591,19 @@ def _verify(
     line = thread_line(caught)
     if line is not None:  # after the summary: the last thing said
         err.print(line, markup=False, highlight=False, emoji=False)
+    if result.examined_nothing:  # never a false green, and said (as explore says it)
+        why = (
+            f" (shard {args.shard[0]}/{args.shard[1]} holds none of this run's)"
+            if args.shard is not None
+            else " (the sample left out every one)"
+            if any(r.unsampled for r in result.results)
+            else ""
+        )
+        err.print(
+            f"crashpoint: examined no crash state{why}: nothing was verified",
+            markup=False,
+            highlight=False,
+        )
     if result.incomplete or result.failed_checks:
         return EXIT_VIOLATION
     if known is not None:

@@ -217,7 +217,9 @@ def build_report(
             "violations": sum(len(r.counterexamples) for r in results),
             "hypothetical": sum(len(r.hypothetical) for r in results),
         },
-        "exhaustive": all(r.exhaustive for r in results),
+        # a run that examined no crash state explored nothing, least of all exhaustively
+        "exhaustive": any(r.distinct_states for r in results)
+        and all(r.exhaustive for r in results),
         "counterexample": violation_dict(minimal) if minimal is not None else None,
         "renamed": _renamed(results),
     }
@@ -312,6 +314,8 @@ def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
     )
     for s in report["scenarios"]:
         s["violations"].sort(key=_severity_key)
+    if result.examined_nothing:
+        report["exhaustive"] = False
     return report
 
 

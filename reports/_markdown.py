@@ -117,6 +117,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     """A Markdown page for a report document built by ``build_report``."""
     t = report["totals"]
     verdict = "no violation" if t["violations"] == 0 else f"**{t['violations']} violation(s)**"
+    if report.get("examined_nothing"):
+        verdict = "**no crash state examined: nothing was verified**"
     if t["violations"] and report.get("incomplete"):
         verdict += f" ({UNCONFIRMED})"
     out = [

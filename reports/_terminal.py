@@ -74,7 +74,9 @@ def bounds_line(report: Mapping[str, Any]) -> str | None:
     cut = report.get("totals", {}).get("cut", 0)
     unsampled = report.get("totals", {}).get("not_examined", 0)
     covered = (
-        "every crash state of these workloads was explored under the models named"
+        "no crash state was examined: nothing was verified"
+        if report.get("examined_nothing")
+        else "every crash state of these workloads was explored under the models named"
         if not cut and not unsampled
         else "not every crash state of these workloads was explored ("
         + ", ".join(

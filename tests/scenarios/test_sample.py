@@ -77,6 +77,30 @@ def test_a_sample_that_leaves_out_every_state_verified_nothing(
     assert code == 1 and report["examined_nothing"] is True
     assert report["totals"]["distinct_states"] == 0 and report["totals"]["not_examined"] > 0
     assert "examined no crash state" in capsys.readouterr().err
+    assert report["exhaustive"] is False
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (["--sample", "1e-12"], "(the sample left out every one)"),
+        (["--shard", "7/50"], "(shard 7/50 holds none of this run's)"),
+    ],
+)
+def test_verify_that_examined_nothing_says_so_everywhere(
+    extra: list[str], why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a new user's find: verify exited 1 but said nothing, its report "exhaustive": true
+    out = tmp_path / "o"
+    args = ["verify", f"{STORE}:JsonStore", "--workload", "first-save", *extra]
+    assert main([*args, "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert f"crashpoint: examined no crash state {why}: nothing was verified" in captured.err
+    assert "no crash state was examined: nothing was verified" in captured.out
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["examined_nothing"] is True and report["exhaustive"] is False
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "no crash state examined: nothing was verified" in md
 
 
 @pytest.mark.parametrize(
