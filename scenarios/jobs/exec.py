@@ -470,8 +470,10 @@ PIPE_CHUNK = 1 << 16
 
 
 def _tail(err: bytes) -> str:
+    """The last non-blank line of a command's standard error (200 characters at most), or
+    "nothing on stderr": a message never ends in a bare colon."""
     lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return " ".join(lines[-1].split())[:200] if lines else ""
+    return " ".join(lines[-1].split())[:200] if lines else "nothing on stderr"
 
 
 VOLATILE_RULE = (

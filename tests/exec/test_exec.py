@@ -142,6 +142,19 @@ def test_echo_one_liner_fails_process_crash_with_a1() -> None:
     assert result.verdict == "violation"
 
 
+def test_a_save_that_fails_silently_is_told_without_a_dangling_colon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a new user's find: "SaveExit: exit status 1:" and nothing after it
+    from crashpoint._cli import main
+
+    _need("false")
+    args = ["verify", "--exec", "--save", "false {dir} {value}", "--load", "false {dir}"]
+    assert main([*args, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "SaveExit: exit status 1: nothing on stderr" in err, err
+
+
 @pytest.mark.exec
 def test_node_tmp_fsync_rename_dirfsync_store_passes_every_model() -> None:
     _need("node")
