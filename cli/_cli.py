@@ -27,6 +27,7 @@ from ._options import (
     add_sample_options,
     cap_jobs,
     device_models,
+    discard_out,
     glue_dash_values,
     open_closed_streams,
     parse_models,
@@ -287,10 +288,11 @@ def _interrupted(err: Console, exc: KeyboardInterrupt) -> int:
 
 
 def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, err: Console) -> int:
-    command = "crashpoint"
+    command, out = "crashpoint", None
     try:
         args, extra = parser.parse_known_args(glue_dash_values(argv, _value_options(parser)))
         command = f"crashpoint {args.command}" if args.command else command
+        out = getattr(args, "out", None)
         if extra:
             raise UsageError(f"unrecognized arguments: {' '.join(extra)}", command)
         if args.command not in ("explore", "verify", "explain", "report"):
@@ -313,10 +315,19 @@ def _main(parser: argparse.ArgumentParser, argv: list[str], console: Console, er
             return _explore(args, console, err)
     except UsageError as exc:
         print_usage_error(err, exc.args[0], exc.args[1] if len(exc.args) > 1 else command)
+        if isinstance(out, str):  # the --out directories this run made, left empty
+            discard_out(out)
         return EXIT_USAGE
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
     except Exception as exc:  # never a traceback
+        from .scenarios.kinds.registry import PluginError
+
+        if isinstance(exc, PluginError):  # CRASHPOINT_KINDS names a module that won't import
+            print_usage_error(err, str(exc), command)
+            if isinstance(out, str):
+                discard_out(out)
+            return EXIT_USAGE
         err.print(f"crashpoint: internal error: {type(exc).__name__}: {exc}", markup=False)
         return EXIT_USAGE
 

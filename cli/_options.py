@@ -119,7 +119,9 @@ def run_guarded(
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        if isinstance(exc, usage_error):
+        from .scenarios.kinds.registry import PluginError
+
+        if isinstance(exc, (usage_error, PluginError)):  # PluginError: CRASHPOINT_KINDS's
             line = " ".join(str(exc).split())
         else:  # argparse is done: the target's, or odder
             what = f"target {target!r}" if target else "the target"

@@ -129,9 +129,14 @@ once before the kinds are listed; importing one registers its kinds."""
 _loaded: set[str] = set()
 
 
+class PluginError(ValueError):
+    """A module :data:`PLUGINS_VARIABLE` names does not import: the user's setting, not
+    the target's fault (the command line reports it as a usage error, exit 2)."""
+
+
 def load_plugins() -> None:
-    """Import the modules :data:`PLUGINS_VARIABLE` names (once each). Raises ValueError
-    naming the one that does not import."""
+    """Import the modules :data:`PLUGINS_VARIABLE` names (once each). Raises
+    :class:`PluginError` (a ValueError) naming the one that does not import."""
     for spec in (s.strip() for s in os.environ.get(PLUGINS_VARIABLE, "").split(",")):
         if not spec or spec in _loaded:
             continue
@@ -148,7 +153,7 @@ def load_plugins() -> None:
             else:
                 importlib.import_module(spec)
         except Exception as exc:
-            raise ValueError(
+            raise PluginError(
                 f"{PLUGINS_VARIABLE}: {spec!r} does not import: {type(exc).__name__}: {exc}"
             ) from None
         _loaded.add(spec)

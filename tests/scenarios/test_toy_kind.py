@@ -393,3 +393,36 @@ def test_the_command_line_loads_plug_in_kinds_named_in_crashpoint_kinds(
     capsys.readouterr()
     assert main(["verify", spec("RewriteLog"), "--kind", "toy", "--out", str(tmp_path / "x")]) == 2
     assert "CRASHPOINT_KINDS: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["verify", "explore"])
+def test_a_plug_in_that_does_not_import_is_the_users_setting_not_the_target(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a new user's find: verify blamed the target ("target ... raised ValueError"),
+    # explore called it an internal error and left an empty --out behind
+    plugin = tmp_path / "raises.py"
+    plugin.write_text("raise RuntimeError('boom at import')\n", encoding="utf-8")
+    monkeypatch.setenv("CRASHPOINT_KINDS", str(plugin))
+    out = tmp_path / "new" / "out"
+    head = ["verify", spec("RewriteLog")] if command == "verify" else ["explore"]
+    assert (
+        main(
+            [
+                *head,
+                "--scenario" if command == "explore" else "--workload",
+                "first-save",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("crashpoint: error: CRASHPOINT_KINDS: "), err
+    assert "RuntimeError: boom at import" in err and f"crashpoint {command} --help" in err
+    assert "internal error" not in err and "raised ValueError" not in err
+    assert not (tmp_path / "new").exists()
