@@ -405,6 +405,8 @@ def _verify(
             args.timeout = EXEC_TIMEOUT
         if args.max_output is None:
             args.max_output = MAX_OUTPUT
+    before: set[str] = set(sys.modules)
+    imported: set[str] | None = None
     try:
         if args.exec is not None:  # the strace runner with the program's own commands
             from .scenarios.jobs.exec import ExecCommands
@@ -445,6 +447,7 @@ def _verify(
         else:
             before = set(sys.modules)
             factory = load_factory(args.target)
+            imported = set(sys.modules)  # what the target's import brought: the hint's
             _check_runner(args, factory)
             result = verify(
                 factory,
@@ -466,7 +469,7 @@ def _verify(
                 fault_points=args.fault_crash_points,
             )
     except BadTarget as exc:
-        hint = "" if args.exec is not None else _strace_hint(str(exc), before)
+        hint = "" if args.exec is not None else _strace_hint(str(exc), before, imported)
         raise VerifyUsageError(str(exc) + hint) from None
     except TargetTimeout as exc:
         what = "the --exec commands" if args.exec is not None else f"target {args.target!r}"
@@ -676,11 +679,13 @@ def _check_runner(args: argparse.Namespace, factory: Any) -> None:
 _C_STORES = {"_sqlite3": "sqlite3", "_dbm": "dbm.ndbm", "_gdbm": "dbm.gnu", "lmdb": "lmdb"}
 
 
-def _strace_hint(message: str, before: set[str]) -> str:
+def _strace_hint(message: str, before: set[str], imported: set[str] | None = None) -> str:
     """What to add to a bad target's message when its file I/O may be C code that
     interception cannot see: the C extension modules its import brought in (``sqlite3``
-    for ``_sqlite3``: ``sqlite3.connect`` opens its files in C) and ``--runner strace``."""
-    new = [m for m in sys.modules if m not in before]
+    for ``_sqlite3``: ``sqlite3.connect`` opens its files in C) and ``--runner strace``.
+    ``before`` and ``imported``: ``sys.modules``'s names before and after the target's
+    import (None: now), so the modules crashpoint's own run imports are not named."""
+    new = [m for m in (sys.modules if imported is None else imported) if m not in before]
     found: list[str] = []
     for name in new:
         module = sys.modules.get(name)

@@ -343,6 +343,12 @@ def _preflight(doc: DocumentKind, runner: Runner, name: str) -> None:
         raise BadTarget(f"target {name!r}: save() raised on a clean run: {save.error}")
     refused = [u for u in run.unsupported if u.startswith("real disk: ")]  # faultfs/_audit
     if not run.ops and not run.escapes and not refused:  # refused: an incomplete verdict
+        if save.error is not None:  # it raised (a child process refused ...): never "returned"
+            calls = ", ".join(run.unsupported)
+            raise BadTarget(
+                f"target {name!r}: save() raised on a clean run: {save.error}"
+                + (f" (calls the model cannot represent: {calls})" if calls else "")
+            )
         raise BadTarget(
             f"save returned but no file operation was recorded: target {name!r} "
             f"({runner.mode}) wrote nothing the harness can see"

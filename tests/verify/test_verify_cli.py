@@ -252,6 +252,32 @@ def test_a_save_that_writes_nothing_is_refused(
     )
     assert "SilentStore" in lines[0]
     assert not (tmp_path / "report.json").exists()
+    # a new user's find: the hint named the C modules crashpoint's own run imports
+    # (sqlite3, mmap, hypothesis ...) as the target's; SilentStore's import brings none
+    assert "it uses" not in lines[0] and "sqlite3.connect" not in lines[0]
+    assert "--runner strace" in lines[0]
+
+
+def test_a_save_that_starts_a_child_process_is_told_it_raised(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # a new user's find: a refused subprocess was told as "save returned but no file
+    # operation was recorded"; save raised, and the call is named
+    store = tmp_path / "child.py"
+    store.write_text(
+        "import os, subprocess\n"
+        "class Child:\n"
+        "    def __init__(self, base_dir): self.base_dir = base_dir\n"
+        "    def save(self, value): subprocess.run(['touch', os.path.join(self.base_dir, 'x')])\n"
+        "    def load(self): return None\n",
+        encoding="utf-8",
+    )
+    code, _, err = run(capsys, tmp_path / "o", f"{store}:Child", "--workload", "first-save")
+    assert code == 2
+    first = err.strip().splitlines()[0]
+    assert "save() raised on a clean run: PermissionError" in first, first
+    assert "calls the model cannot represent: subprocess.Popen" in first
+    assert "save returned" not in first
 
 
 def test_a_store_writing_outside_its_base_directory_is_s1(
