@@ -374,7 +374,8 @@ class ProgressLine:
         total: how many units the run has.
         emit: takes each line (e.g. printing to standard error).
         interval: seconds between lines (default :data:`PROGRESS_INTERVAL`).
-        unit: the unit's plural, shown after the counts.
+        unit: the unit's plural, shown after the counts; None for a run that counts no
+            units (``verify``): the line is the time only (``"verifying: 35 s"``).
     """
 
     def __init__(
@@ -384,7 +385,7 @@ class ProgressLine:
         emit: Callable[[str], None],
         *,
         interval: float | None = None,
-        unit: str = "tasks",
+        unit: str | None = "tasks",
     ) -> None:
         self.what, self.total, self.emit, self.unit = what, total, emit, unit
         self.interval = PROGRESS_INTERVAL if interval is None else interval
@@ -398,6 +399,8 @@ class ProgressLine:
 
     def line(self) -> str:
         seconds = time.monotonic() - self._started
+        if self.unit is None:
+            return f"{self.what}: {seconds:.0f} s"
         return f"{self.what}: {self.done}/{self.total} {self.unit}, {seconds:.0f} s"
 
     def _tick(self) -> None:

@@ -10,9 +10,11 @@ call that hangs past ``--timeout``). Errors are one line on standard error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
@@ -20,6 +22,7 @@ from rich.console import Console
 from ._concurrent_cli import add_concurrent_options, run_concurrent, wants_concurrent
 from ._options import (
     KindChoices,
+    ProgressLine,
     add_device_options,
     add_sample_options,
     int_option,
@@ -408,66 +411,67 @@ def _verify(
     before: set[str] = set(sys.modules)
     imported: set[str] | None = None
     try:
-        if args.exec is not None:  # the strace runner with the program's own commands
-            from .scenarios.jobs.exec import ExecCommands
-            from .scenarios.jobs.plan import Plan, run_plan
+        with _still_running(err):  # a line every few seconds in a CI log
+            if args.exec is not None:  # the strace runner with the program's own commands
+                from .scenarios.jobs.exec import ExecCommands
+                from .scenarios.jobs.plan import Plan, run_plan
 
-            args.target = shown or None
-            factory: Any = None
-            commands = ExecCommands(
-                save=args.save or "",
-                load=args.load or "",
-                storage=args.exec,
-                max_output=args.max_output,
-                shown=shown,
-                volatile=tuple(args.volatile or ()),
-            )
-            options: dict[str, Any] = {"transport": commands}
-            if args.fault_crash_points != "recovery":
-                options["fault_points"] = args.fault_crash_points
-            if args.kind == "state-storage":
-                options["reference_format"] = args.format == "reference"
-            result = run_plan(
-                Plan(
-                    "state-storage" if args.exec else "document",
-                    shown or "--exec",
-                    tuple(models),
-                    workloads=tuple(args.workload) if args.workload is not None else None,
-                    faults=args.faults,
-                    fault=fault,
-                    crash_point=args.crash_point,
-                    jobs=args.jobs or _cores(),
-                    seed=args.seed,
-                    timeout=args.timeout,
-                    examples=args.examples,
-                    options=options,
+                args.target = shown or None
+                factory: Any = None
+                commands = ExecCommands(
+                    save=args.save or "",
+                    load=args.load or "",
+                    storage=args.exec,
+                    max_output=args.max_output,
+                    shown=shown,
+                    volatile=tuple(args.volatile or ()),
                 )
-            )
-            exec_facts = result.facts
-        else:
-            before = set(sys.modules)
-            factory = load_factory(args.target)
-            imported = set(sys.modules)  # what the target's import brought: the hint's
-            _check_runner(args, factory)
-            result = verify(
-                factory,
-                kind=args.kind,
-                model=models,
-                faults=args.faults,
-                values=args.values,
-                sizes=sizes,
-                workloads=args.workload,
-                seed=args.seed,
-                examples=args.examples,
-                crash_point=args.crash_point,
-                fault=fault,
-                timeout=args.timeout,
-                target=args.target,
-                reference_format=True if args.format == "reference" else None,
-                jobs=args.jobs or 1,
-                shard=args.shard,
-                fault_points=args.fault_crash_points,
-            )
+                options: dict[str, Any] = {"transport": commands}
+                if args.fault_crash_points != "recovery":
+                    options["fault_points"] = args.fault_crash_points
+                if args.kind == "state-storage":
+                    options["reference_format"] = args.format == "reference"
+                result = run_plan(
+                    Plan(
+                        "state-storage" if args.exec else "document",
+                        shown or "--exec",
+                        tuple(models),
+                        workloads=tuple(args.workload) if args.workload is not None else None,
+                        faults=args.faults,
+                        fault=fault,
+                        crash_point=args.crash_point,
+                        jobs=args.jobs or _cores(),
+                        seed=args.seed,
+                        timeout=args.timeout,
+                        examples=args.examples,
+                        options=options,
+                    )
+                )
+                exec_facts = result.facts
+            else:
+                before = set(sys.modules)
+                factory = load_factory(args.target)
+                imported = set(sys.modules)  # what the target's import brought: the hint's
+                _check_runner(args, factory)
+                result = verify(
+                    factory,
+                    kind=args.kind,
+                    model=models,
+                    faults=args.faults,
+                    values=args.values,
+                    sizes=sizes,
+                    workloads=args.workload,
+                    seed=args.seed,
+                    examples=args.examples,
+                    crash_point=args.crash_point,
+                    fault=fault,
+                    timeout=args.timeout,
+                    target=args.target,
+                    reference_format=True if args.format == "reference" else None,
+                    jobs=args.jobs or 1,
+                    shard=args.shard,
+                    fault_points=args.fault_crash_points,
+                )
     except BadTarget as exc:
         hint = "" if args.exec is not None else _strace_hint(str(exc), before, imported)
         raise VerifyUsageError(str(exc) + hint) from None
@@ -677,6 +681,22 @@ def _check_runner(args: argparse.Namespace, factory: Any) -> None:
 
 #: Modules whose I/O is C code interception cannot see, by the name a user knows.
 _C_STORES = {"_sqlite3": "sqlite3", "_dbm": "dbm.ndbm", "_gdbm": "dbm.gnu", "lmdb": "lmdb"}
+
+
+@contextlib.contextmanager
+def _still_running(err: Console) -> Iterator[None]:
+    """Without a terminal (a CI log), ``verifying: 35 s`` on standard error every
+    :data:`~crashpoint._options.PROGRESS_INTERVAL` seconds while the run lasts (README:
+    "a progress line goes to standard error every 5 seconds"); on a terminal, nothing."""
+    if sys.stderr.isatty():
+        yield
+        return
+
+    def emit(line: str) -> None:
+        err.print(line, markup=False, highlight=False)
+
+    with ProgressLine("verifying", 0, emit, unit=None):
+        yield
 
 
 def _strace_hint(message: str, before: set[str], imported: set[str] | None = None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import pytest
 from crashpoint._cli import main
@@ -680,3 +681,29 @@ def test_explore_lists_hypothetical_findings_apart(tmp_path: pathlib.Path) -> No
     assert {h["invariant"] for s in rep["scenarios"] for h in s["hypothetical"]} == {"R1"}
     assert rep["models"][0]["options"]["drive_ignores_flush"] is True
     assert main([*argv, "--zoo", "--drive-ignores-flush"]) == 2  # the zoo takes none
+
+
+def test_verify_says_it_is_still_running_in_a_log(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a new user's find: verify printed nothing for minutes in a CI log (README: a
+    # progress line every 5 seconds without a terminal); explore did
+    import time
+
+    import crashpoint._options as options
+    import crashpoint.scenarios.jobs.verify as verify_job
+
+    real = verify_job.verify
+
+    def slow(*args: object, **kw: object) -> object:
+        time.sleep(0.5)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(options, "PROGRESS_INTERVAL", 0.1)
+    monkeypatch.setattr(verify_job, "verify", slow)
+    store = pathlib.Path(__file__).resolve().parents[1] / "examples" / "stores" / "jsonstore.py"
+    args = ["verify", f"{store}:JsonStore", "--workload", "first-save"]
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "verifying:" in line]
+    assert len(lines) >= 2, lines
+    assert all(re.fullmatch(r"verifying: \d+ s", line) for line in lines), lines
