@@ -177,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         default="crashpoint-report",
         metavar="DIR",
-        help="directory for report.json and report.md (default ./crashpoint-report)",
+        help="directory for report.json, report.md and report.html (default ./crashpoint-report)",
     )
     ex.add_argument(
         "--list", action="store_true", help="list scenarios, models, targets and mutants, then exit"

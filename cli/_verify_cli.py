@@ -170,7 +170,7 @@ def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
         "--out",
         default="crashpoint-report",
         metavar="DIR",
-        help="directory for report.json and report.md (default ./crashpoint-report)",
+        help="directory for report.json, report.md and report.html (default ./crashpoint-report)",
     )
     p.add_argument(
         "--jobs",
