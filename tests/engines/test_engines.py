@@ -309,7 +309,8 @@ def _need(spec: str) -> None:
 SLOW: set[tuple[str, str]] = set()
 """Pinned runs over 10 minutes on this 2-core machine (docs/field-results.md gives each
 one's time): run under ``long`` (``-m "engines and long"``). None since 2026-12-07's third
-scale pass: Mercurial under posix 173 s (732 s), ZODB under posix 445 s (714 s)."""
+scale pass: Mercurial under posix 336 s alone with its final checker (732 s before), ZODB
+under posix 445 s (714 s); the whole matrix in one run, every row under 10 minutes."""
 
 
 @pytest.mark.parametrize(
