@@ -449,7 +449,6 @@ def _verify(
                 )
                 exec_facts = result.facts
             else:
-                before = set(sys.modules)
                 factory = load_factory(args.target)
                 imported = set(sys.modules)  # what the target's import brought: the hint's
                 _check_runner(args, factory)

@@ -219,7 +219,8 @@ def build_report(
         },
         # a run that examined no crash state explored nothing, least of all exhaustively
         "exhaustive": any(r.distinct_states for r in results)
-        and all(r.exhaustive for r in results),
+        and all(r.exhaustive for r in results)
+        and not (extra or {}).get("examined_nothing"),
         "counterexample": violation_dict(minimal) if minimal is not None else None,
         "renamed": _renamed(results),
     }
@@ -314,8 +315,6 @@ def build_verify_report(result: VerifyResult, *, model: str) -> dict[str, Any]:
     )
     for s in report["scenarios"]:
         s["violations"].sort(key=_severity_key)
-    if result.examined_nothing:
-        report["exhaustive"] = False
     return report
 
 

@@ -387,6 +387,8 @@ class _RunData:
     initial_paths: frozenset[str] = frozenset()
     constant: frozenset[str] | None = None
     """The run's constant paths, once judging needed them (None: not worked out yet)."""
+    constant_bytes: frozenset[bytes] | None = None
+    """What the saves left in those paths (:meth:`DocumentKind._constant_bytes`)."""
 
 
 _PLAIN = (dict, list, tuple, str, bytes, int, float, bool, type(None))
@@ -817,24 +819,9 @@ class DocumentKind:
         """Whether the initial value load returned is also the value of a save at least
         as new as the newest complete generation on disk (begun by crash point ``k``): a
         last save of ``{}`` loaded as ``{}`` beside an older backup is no reset."""
-        data: _RunData = run.data
         saves = [s for s in run.steps if s.payload[0] == "save"]
         order = {s.label: i for i, s in enumerate(saves)}
-        labels = [
-            label
-            for path, blob in state.files
-            if path in data.final_paths and (label := data.blobs.get(blob)) is not None
-        ]
-        if labels:  # a constant file's bytes are no generation (issue 22)
-            constant, held = self._constant_paths(run), self._constant_bytes(run)
-            labels = [
-                label
-                for path, blob in state.files
-                if path in data.final_paths
-                and path not in constant
-                and blob not in held
-                and (label := data.blobs.get(blob)) is not None
-            ]
+        labels = [label for _, label in self._generations(run, state)]
         if not labels:
             return False
         newest = max(order[label] for label in labels)
@@ -890,32 +877,62 @@ class DocumentKind:
         (:meth:`_constant_paths`: pytest's cache README is no value) and not the bytes of
         one (:meth:`_constant_bytes`); a save whose value is the initial value is left
         out."""
+        return [
+            label
+            for path, label in self._generations(
+                run,
+                state,
+                lambda path, label: (
+                    not _outside(path, self.base) and not self._initial_value_is(label, saves, init)
+                ),
+            )
+        ]
+
+    def _generations(
+        self,
+        run: Run,
+        state: CrashState,
+        keep: Callable[[str, str], bool] | None = None,
+    ) -> list[tuple[str, str]]:
+        """``(path, label)`` of each file of ``state`` at a path of the crash-free run
+        that holds what acknowledged save ``label`` left in some file (``keep``: which
+        of those to look at further), at a path that is not constant
+        (:meth:`_constant_paths`: pytest's cache README is no value) and not the bytes of
+        one (:meth:`_constant_bytes`), in file order. The constant paths are worked out
+        only when a file is left to judge."""
         data: _RunData = run.data
         found = [
             (path, blob, label)
             for path, blob in state.files
             if path in data.final_paths
-            and not _outside(path, self.base)
             and (label := data.blobs.get(blob)) is not None
-            and not self._initial_value_is(label, saves, init)
+            and (keep is None or keep(path, label))
         ]
         if not found:
             return []
         constant, held = self._constant_paths(run), self._constant_bytes(run)
-        return [label for path, blob, label in found if path not in constant and blob not in held]
+        return [
+            (path, label)
+            for path, blob, label in found
+            if path not in constant and blob not in held
+        ]
 
     def _constant_bytes(self, run: Run) -> frozenset[bytes]:
         """The bytes the run's saves left in its constant paths (:meth:`_constant_paths`):
         no generation wherever they sit. LMDB's lock file is 8 KiB of zeros at every
         save, and a crash under ext4 can leave data.mdb as 8 KiB of zeros (its size
-        committed before its data): the same bytes at another path, still no value."""
-        constant = self._constant_paths(run)
-        return frozenset(
-            blob
-            for files in run.data.changed.values()
-            for path, blob in files.items()
-            if path in constant
-        )
+        committed before its data): the same bytes at another path, still no value.
+        Worked out once per run."""
+        data: _RunData = run.data
+        if data.constant_bytes is None:
+            constant = self._constant_paths(run)
+            data.constant_bytes = frozenset(
+                blob
+                for files in data.changed.values()
+                for path, blob in files.items()
+                if path in constant
+            )
+        return data.constant_bytes
 
     def _constant_paths(self, run: Run) -> frozenset[str]:
         """The paths of ``run`` whose bytes do not depend on the value saved (issue 22):
