@@ -66,7 +66,15 @@ def save(path: str, value: Any, config: str = DEFAULT) -> None:
 def load(path: str, config: str = DEFAULT) -> Any:
     """The committed value (``None`` before the first commit). Raises IntegrityError
     (the environment cannot be opened or read), ValueError (a torn transaction)."""
-    if not os.path.exists(os.path.join(path, "data.mdb")):
+    data = os.path.join(path, "data.mdb")
+    if not os.path.exists(data) or os.path.getsize(data) == 0:
+        # An empty data.mdb (a crash between its creation and mdb_env_init_meta's write)
+        # is no environment yet: mdb_env_read_header reads nothing and returns ENOENT,
+        # and mdb_env_open2 then makes a new one, which a writable open does (checked:
+        # lmdb.open on an empty data.mdb opens with 0 entries). Only a read-only open
+        # refuses it (mdb_env_init_meta's pwrite on a read-only descriptor: EBADF), a
+        # refusal of LMDB's design, not a crash bug: the load answers what the first
+        # writable open would, the initial value.
         return None
     try:
         env = _open(path, config, readonly=True)

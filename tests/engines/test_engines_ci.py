@@ -37,14 +37,12 @@ EXPECTED: dict[tuple[str, str], set[tuple[str, str, str, int]]] = {
     # (MDB_INVALID) for ever: the environment's creation is not crash-atomic. Before any
     # commit, so nothing committed is lost, but the store never opens again.
     ("lmdb:default", "process-crash"): {("A1", "atomicity", "bug", 1)},
-    # Under ext4 the same, and the un-fsynced first data page (k=2, 3) lost or zeroed: the
-    # file LMDB created is refused. (The meta page written through its O_DSYNC descriptor
-    # is durable on return since the replay models O_DSYNC: no A2.)
-    ("lmdb:default", "ext4"): {
-        ("A1", "atomicity", "bug", 1),
-        ("A1", "atomicity", "bug", 2),
-        ("A1", "atomicity", "bug", 3),
-    },
+    # Under ext4: clean. The states that showed the tear (data.mdb at the 8 KiB write's size,
+    # zero-filled) are the family's "size advanced, data not written" form of a new file's
+    # first write, which ext4's delayed allocation does not leave and real cuts never
+    # showed: classified ``model`` (classify.MODEL_GAPS), never a finding. An empty
+    # data.mdb is no environment yet (lmdb_engine.load: a writable open makes a new one).
+    ("lmdb:default", "ext4"): set(),
 }
 
 INCOMPLETE: dict[str, list[str]] = {}
